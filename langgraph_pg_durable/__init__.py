@@ -1,0 +1,25 @@
+"""langgraph-pg-durable: a durable LangGraph checkpointer on PostgreSQL."""
+
+from .aio import AsyncDurablePostgresSaver
+from .errors import (
+    ConfigError,
+    DatabaseUnavailableError,
+    DurableCheckpointError,
+    SchemaVersionError,
+    SerializationError,
+)
+from .retry import RetryPolicy
+from .saver import DurablePostgresSaver
+
+__all__ = [
+    "AsyncDurablePostgresSaver",
+    "ConfigError",
+    "DatabaseUnavailableError",
+    "DurableCheckpointError",
+    "DurablePostgresSaver",
+    "RetryPolicy",
+    "SchemaVersionError",
+    "SerializationError",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,266 @@
+"""AsyncDurablePostgresSaver: the asyncio shell, twin of `saver.py`, over the same Queries."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from . import schema as schema_sql
+from .core import Query, SaverCore
+from .errors import DatabaseUnavailableError
+from .retry import Attempts, RetryPolicy
+from .schema import DEFAULT_SCHEMA, quote_schema
+
+T = TypeVar("T")
+
+
+class AsyncDurablePostgresSaver(SaverCore):
+    """A LangGraph checkpointer on PostgreSQL, for `graph.ainvoke` / `graph.astream`.
+
+    Give it a psycopg `AsyncConnectionPool` (calls run in parallel) or a single
+    `AsyncConnection` (calls are serialized on it). Its sync methods work from
+    other threads while its event loop runs, as LangGraph's sync APIs need.
+    """
+
+    def __init__(
+        self,
+        conn: AsyncConnection | AsyncConnectionPool,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        serde: SerializerProtocol | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        super().__init__(schema=schema, serde=serde, retry=retry)
+        self.conn = conn
+        self.is_pool = isinstance(conn, AsyncConnectionPool)
+        self._lock = asyncio.Lock()
+        try:
+            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self.loop = None
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        serde: SerializerProtocol | None = None,
+        retry: RetryPolicy | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        prepare_threshold: int | None = 5,
+        timeout: float = 30.0,
+    ) -> AsyncIterator[AsyncDurablePostgresSaver]:
+        """A saver on its own connection pool, closed on exit.
+
+        `prepare_threshold=None` turns server-side prepared statements off, as PgBouncer
+        in transaction mode requires.
+        """
+        pool = AsyncConnectionPool(
+            conn_string,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs={"autocommit": True, "prepare_threshold": prepare_threshold},
+            open=False,
+            name="langgraph-pg-durable",
+        )
+        await pool.open(wait=True, timeout=timeout)
+        try:
+            yield cls(pool, schema=schema, serde=serde, retry=retry)
+        finally:
+            await pool.close()
+
+    # -- I/O ------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection]:
+        if self.is_pool:
+            async with self.conn.connection() as conn:  # type: ignore[union-attr]
+                yield conn
+        else:
+            async with self._lock:
+                yield self.conn  # type: ignore[misc]
+
+    async def _execute(self, query: Query[T]) -> T:
+        """Send one statement (one round trip), retrying transient errors."""
+        attempts = Attempts(self.retry, query.operation)
+        while True:
+            try:
+                async with self._connection() as conn:
+                    if conn.autocommit:
+                        fetched = await self._send(conn, query)
+                    else:
+                        async with conn.transaction():
+                            fetched = await self._send(conn, query)
+                return query.decode(fetched)
+            except Exception as exc:
+                if not self.is_pool and self.conn.closed:  # type: ignore[union-attr]
+                    raise DatabaseUnavailableError(
+                        f"{query.operation} failed: the saver's connection is closed "
+                        f"({type(exc).__name__}: {exc}); give the saver a pool to survive reconnects"
+                    ) from exc
+                delay = attempts.next_delay(exc)
+                if self.is_pool:
+                    await self.conn.check()  # type: ignore[union-attr]  # drop the other dead connections
+                await asyncio.sleep(delay)
+
+    @staticmethod
+    async def _send(conn: AsyncConnection, query: Query[Any]) -> list[Any]:
+        async with conn.cursor(binary=True) as cur:
+            await cur.execute(query.sql, query.params)
+            return await cur.fetchall() if cur.description is not None else []
+
+    # -- schema -----------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        """Create or upgrade the schema; safe to call from many processes at once."""
+        quoted = quote_schema(self.schema)
+
+        async def migrate(conn: AsyncConnection) -> None:
+            async with conn.transaction(), conn.cursor() as cur:
+                await cur.execute(schema_sql.lock_sql(self.schema))
+                await cur.execute(schema_sql.bootstrap_sql(quoted))
+                await cur.execute(schema_sql.current_version_sql(quoted))
+                current = (await cur.fetchone())[0]  # type: ignore[index]
+                for migration in schema_sql.pending(self.schema, current):
+                    await cur.execute(migration.sql(quoted))
+                    await cur.execute(schema_sql.record_sql(quoted), (migration.version, migration.name))
+
+        attempts = Attempts(self.retry, f"setup of schema {self.schema!r}")
+        while True:
+            try:
+                async with self._connection() as conn:
+                    return await migrate(conn)
+            except Exception as exc:
+                await asyncio.sleep(attempts.next_delay(exc))
+
+    # -- BaseCheckpointSaver, async -------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self._execute(self._get_tuple_query(config))
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        scan = self._history_scan(config, filter, before, limit)
+        while not scan.done:
+            page = await self._execute(self._page_query(scan))
+            if not page:
+                return
+            for item in await self._execute(self._details_query(scan, page)):
+                yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await self._execute(self._put_query(config, checkpoint, metadata, new_versions))
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        if query := self._put_writes_query(config, writes, task_id, task_path):
+            await self._execute(query)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._execute(self._delete_threads_query([thread_id]))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        if run_ids:
+            await self._execute(self._delete_for_runs_query(run_ids))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._execute(self._copy_thread_query(source_thread_id, target_thread_id))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        query = self._prune_query(thread_ids, strategy)
+        if thread_ids:
+            await self._execute(query)
+
+    # -- BaseCheckpointSaver, sync: run on the saver's loop from another thread ---------------
+
+    def _on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        loop = self.loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop is None or running is loop:
+            coro.close()
+            raise RuntimeError(
+                "AsyncDurablePostgresSaver's sync methods must be called from a thread other "
+                "than its event loop's; use the async methods (aget_tuple, alist, ...) there, "
+                "or DurablePostgresSaver for sync code"
+            )
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._on_loop(self.aget_tuple(config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        scan = self._history_scan(config, filter, before, limit)
+        while not scan.done:
+            page = self._on_loop(self._execute(self._page_query(scan)))
+            if not page:
+                return
+            yield from self._on_loop(self._execute(self._details_query(scan, page)))
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self._on_loop(self.aput(config, checkpoint, metadata, new_versions))
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        return self._on_loop(self.aput_writes(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        return self._on_loop(self.adelete_thread(thread_id))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        return self._on_loop(self.adelete_for_runs(run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        return self._on_loop(self.acopy_thread(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        return self._on_loop(self.aprune(thread_ids, strategy=strategy))

@@ -1,0 +1,23 @@
+"""Errors a caller can catch; each message names the thing at fault."""
+
+from __future__ import annotations
+
+
+class DurableCheckpointError(Exception):
+    """Base class of every error raised by langgraph-pg-durable."""
+
+
+class ConfigError(DurableCheckpointError, ValueError):
+    """A RunnableConfig lacks a key the saver needs, or holds an unusable value."""
+
+
+class SerializationError(DurableCheckpointError, TypeError):
+    """A channel value or pending write could not be serialized."""
+
+
+class SchemaVersionError(DurableCheckpointError):
+    """The database schema was created by a newer version of this package."""
+
+
+class DatabaseUnavailableError(DurableCheckpointError):
+    """Transient database errors persisted past the retry deadline."""

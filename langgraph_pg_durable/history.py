@@ -1,0 +1,160 @@
+"""Sans-I/O paging for `list()`: which page to fetch next, and tuples from fetched rows.
+
+History streams: pages are fetched by keyset (`checkpoint_id` below the last one
+seen), starting small so the first item costs little, growing for long scans.
+Each page costs two statements: its checkpoint rows, then the channel values the
+page needs that the previous page did not already decode, and its pending writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from .rows import (
+    CheckpointRow,
+    WriteRow,
+    build_tuple,
+    filter_for_sql,
+    filter_needs_recheck,
+    load_metadata,
+    load_value,
+    metadata_contains,
+    parse_config,
+)
+
+FIRST_PAGE = 8
+LARGEST_PAGE = 256
+
+ValueKey = tuple[str, str, str, str]  # thread, namespace, channel, version
+
+
+class HistoryScan:
+    """The state of one `list()` call between pages."""
+
+    def __init__(
+        self,
+        serde: SerializerProtocol,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> None:
+        self.serde = serde
+        self.filter = dict(filter) if filter else None
+        self.recheck_all = filter_needs_recheck(self.filter)
+        self.remaining = limit
+        self.page_size = FIRST_PAGE
+        self.cursor: tuple[str, str, str] | None = None
+        self.done = limit is not None and limit <= 0
+        self.values: dict[ValueKey, Any] = {}
+        self._requested = 0
+
+        wheres: list[str] = []
+        self.params: dict[str, Any] = {}
+        self.single_lane = False  # one (thread, namespace): the key order is checkpoint_id alone
+        if config is not None:
+            key = parse_config(config)
+            wheres.append("thread_id = %(thread_id)s")
+            self.params["thread_id"] = key.thread_id
+            if config["configurable"].get("checkpoint_ns") is not None:
+                wheres.append("checkpoint_ns = %(checkpoint_ns)s")
+                self.params["checkpoint_ns"] = key.checkpoint_ns
+                self.single_lane = True
+            if key.checkpoint_id:
+                wheres.append("checkpoint_id = %(checkpoint_id)s")
+                self.params["checkpoint_id"] = key.checkpoint_id
+        if self.filter:
+            wheres.append("metadata @> %(filter)s::jsonb")
+            self.params["filter"] = filter_for_sql(self.filter)
+        if before is not None:
+            before_id = parse_config(before, need_checkpoint_id=True).checkpoint_id
+            wheres.append("checkpoint_id < %(before_id)s")
+            self.params["before_id"] = before_id
+        self.base_where = wheres
+
+    # -- page of checkpoint rows --------------------------------------------------------
+
+    def page_where(self) -> str:
+        wheres = list(self.base_where)
+        if self.cursor is not None:
+            if self.single_lane:
+                wheres.append("checkpoint_id < %(cursor_id)s")
+            else:
+                wheres.append(
+                    "(checkpoint_id, thread_id, checkpoint_ns) < "
+                    "(%(cursor_id)s, %(cursor_thread)s, %(cursor_ns)s)"
+                )
+        return "WHERE " + " AND ".join(wheres) if wheres else ""
+
+    def page_params(self) -> dict[str, Any]:
+        size = self.page_size
+        if self.remaining is not None:
+            size = min(size, self.remaining)
+        self._requested = size
+        params = dict(self.params, page_size=size)
+        if self.cursor is not None:
+            params["cursor_id"], params["cursor_thread"], params["cursor_ns"] = self.cursor
+        return params
+
+    def take_page(self, rows: Sequence[Sequence[Any]]) -> list[CheckpointRow]:
+        """Advance the cursor past a fetched page; returns its rows."""
+        page = [CheckpointRow.from_row(r) for r in rows]
+        if len(page) < self._requested:
+            self.done = True
+        if page:
+            last = page[-1]
+            self.cursor = (last.checkpoint_id, last.thread_id, last.checkpoint_ns)
+        self.page_size = min(self.page_size * 4, LARGEST_PAGE)
+        return page
+
+    # -- values and writes of a page ----------------------------------------------------------
+
+    def details_params(self, page: Sequence[CheckpointRow]) -> dict[str, Any]:
+        wanted = {k for row in page for k in row.value_keys if k not in self.values}
+        v_threads, v_namespaces, v_channels, v_versions = (list(c) for c in zip(*wanted)) if wanted else ([], [], [], [])
+        return {
+            "v_threads": v_threads,
+            "v_namespaces": v_namespaces,
+            "v_channels": v_channels,
+            "v_versions": v_versions,
+            "w_threads": [r.thread_id for r in page],
+            "w_namespaces": [r.checkpoint_ns for r in page],
+            "w_checkpoints": [r.checkpoint_id for r in page],
+        }
+
+    def tuples(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[CheckpointTuple]:
+        """The page's CheckpointTuples, decoding each value once per scan."""
+        fresh: dict[ValueKey, Any] = {}
+        writes: dict[tuple[str, str, str], list[WriteRow]] = {}
+        for part, thread_id, ns, checkpoint_id, a, b, c, n, type_, data in detail_rows:
+            if part == "v":
+                fresh[(thread_id, ns, a, b)] = load_value(self.serde, type_, data)
+            else:
+                writes.setdefault((thread_id, ns, checkpoint_id), []).append((a, b, c, n, type_, data))
+        # Keep what this page used: the next (older) page mostly holds the same versions.
+        known = {**self.values, **fresh}
+        self.values = {k: known[k] for row in page for k in row.value_keys if k in known}
+        out = []
+        for row in page:
+            if not self._passes_recheck(row):
+                continue
+            values = {(k[2], k[3]): self.values[k] for k in row.value_keys if k in self.values}
+            out.append(build_tuple(self.serde, row, values, writes.get((row.thread_id, row.checkpoint_ns, row.checkpoint_id), ())))
+            if self.remaining is not None:
+                self.remaining -= 1
+                if self.remaining <= 0:
+                    self.done = True
+                    break
+        return out
+
+    def _passes_recheck(self, row: CheckpointRow) -> bool:
+        """SQL matched the jsonb projection; where that is lossy, match the exact metadata."""
+        if not self.filter or not (self.recheck_all or row.metadata_exact is not None):
+            return True
+        return metadata_contains(load_metadata(self.serde, row.metadata, row.metadata_exact), self.filter)

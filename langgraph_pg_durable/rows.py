@@ -1,0 +1,384 @@
+"""Sans-I/O core: configs in, statement parameters out; fetched rows in, CheckpointTuples out.
+
+Nothing here touches a connection, so the sync and async savers share all of it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    EXCLUDED_METADATA_KEYS,
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from .errors import ConfigError, SerializationError
+
+# Our marker for a metadata value kept in `metadata_exact`: "<serde type>:<payload>".
+_EXACT_SEPARATOR = b":"
+
+
+@dataclass(frozen=True)
+class CheckpointKey:
+    """Where a checkpoint lives; `checkpoint_id` None means the thread's latest."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str | None
+
+    def config(self, checkpoint_id: str | None = None) -> RunnableConfig:
+        return {
+            "configurable": {
+                "thread_id": self.thread_id,
+                "checkpoint_ns": self.checkpoint_ns,
+                "checkpoint_id": checkpoint_id or self.checkpoint_id,
+            }
+        }
+
+
+def require_text(value: Any, what: str) -> str:
+    """A value that must go in a text column: no NUL, which PostgreSQL text cannot hold."""
+    text = value if isinstance(value, str) else str(value)
+    if "\x00" in text:
+        raise ConfigError(f"{what} {text!r} contains a NUL character, which PostgreSQL text cannot store")
+    return text
+
+
+def parse_config(config: RunnableConfig | None, *, need_checkpoint_id: bool = False) -> CheckpointKey:
+    """The checkpoint a config points at; names any missing key."""
+    configurable = (config or {}).get("configurable") if isinstance(config, Mapping) else None
+    if not isinstance(configurable, Mapping):
+        raise ConfigError("config['configurable'] is missing: pass {'configurable': {'thread_id': ...}}")
+    thread_id = configurable.get("thread_id")
+    if thread_id is None or thread_id == "":
+        raise ConfigError(
+            "config['configurable']['thread_id'] is missing: every checkpoint belongs to a thread"
+        )
+    checkpoint_id = configurable.get("checkpoint_id")
+    if need_checkpoint_id and not checkpoint_id:
+        raise ConfigError(
+            "config['configurable']['checkpoint_id'] is missing: pass the config returned by put()"
+        )
+    return CheckpointKey(
+        thread_id=require_text(thread_id, "thread_id"),
+        checkpoint_ns=require_text(configurable.get("checkpoint_ns") or "", "checkpoint_ns"),
+        checkpoint_id=require_text(checkpoint_id, "checkpoint_id") if checkpoint_id else None,
+    )
+
+
+def next_version(current: str | int | float | None) -> str:
+    """A version that sorts after `current` as text; the random tail keeps forks apart.
+
+    Two forks of one parent both reach version n+1 of a channel; values are stored
+    once per (thread, namespace, channel, version), so equal versions must not
+    name different values.
+    """
+    if current is None:
+        number = 0
+    elif isinstance(current, str):
+        number = int(current.split(".", 1)[0])
+    else:
+        number = int(current)
+    return f"{number + 1:020d}.{random.getrandbits(64):016x}"
+
+
+# -- serialization ----------------------------------------------------------------
+
+
+def dump_value(serde: SerializerProtocol, value: Any, *, channel: str, where: str) -> tuple[str, bytes]:
+    """Serialize one value, naming the channel when the serializer refuses it."""
+    try:
+        return serde.dumps_typed(value)
+    except Exception as exc:
+        raise SerializationError(
+            f"cannot serialize the value of channel {channel!r} ({where}): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def load_value(serde: SerializerProtocol, type_: str, data: bytes | None) -> Any:
+    return serde.loads_typed((type_, data if data is not None else b""))
+
+
+# -- metadata -----------------------------------------------------------------------
+
+
+def merge_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> dict[str, Any]:
+    """The metadata to store: the checkpoint's, plus the config's plain scalar entries.
+
+    Same keys as LangGraph's own `get_checkpoint_metadata`, except that NUL characters
+    are kept: we store them exactly instead of stripping them.
+    """
+    merged: dict[str, Any] = {k: v for k, v in metadata.items() if k != "writes"}
+    for source in (config.get("metadata"), config.get("configurable")):
+        for key, value in (source or {}).items():
+            if key in merged or key in EXCLUDED_METADATA_KEYS or key.startswith("__"):
+                continue
+            if isinstance(value, (str, int, bool, float)):
+                merged[key] = value
+    return merged
+
+
+def _jsonable(value: Any) -> Any:
+    """A JSON projection jsonb accepts: NUL escaped, non-JSON values as strings."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\\u0000")
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, Mapping):
+        return {_jsonable(str(k)): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+def dump_metadata(serde: SerializerProtocol, metadata: Mapping[str, Any]) -> tuple[str, bytes | None]:
+    """The jsonb text (for filters and psql) and, when jsonb is lossy, the exact form."""
+    projected = _jsonable(metadata)
+    exact = None
+    if projected != metadata or _has_tuple(metadata):
+        type_, data = dump_value(serde, dict(metadata), channel="<metadata>", where="checkpoint metadata")
+        exact = type_.encode() + _EXACT_SEPARATOR + data
+    return json.dumps(projected, separators=(",", ":")), exact
+
+
+def _has_tuple(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return True
+    if isinstance(value, Mapping):
+        return any(_has_tuple(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_tuple(v) for v in value)
+    return False
+
+
+def load_metadata(serde: SerializerProtocol, projected: Any, exact: bytes | None) -> dict[str, Any]:
+    if exact is None:
+        return projected
+    type_, _, data = bytes(exact).partition(_EXACT_SEPARATOR)
+    return serde.loads_typed((type_.decode(), data))
+
+
+def filter_for_sql(filter: Mapping[str, Any] | None) -> str | None:
+    """The filter as jsonb text for `metadata @> ...`, projected like stored metadata."""
+    if not filter:
+        return None
+    return json.dumps(_jsonable(dict(filter)), separators=(",", ":"))
+
+
+def filter_needs_recheck(filter: Mapping[str, Any] | None) -> bool:
+    """Whether SQL containment on the projection may admit rows the exact filter rejects."""
+    return bool(filter) and _jsonable(dict(filter)) != filter
+
+
+def metadata_contains(document: Any, pattern: Any) -> bool:
+    """jsonb `@>` semantics on Python values: used to recheck rows whose jsonb is lossy."""
+    if isinstance(pattern, Mapping):
+        return isinstance(document, Mapping) and all(
+            key in document and metadata_contains(document[key], value)
+            for key, value in pattern.items()
+        )
+    if isinstance(pattern, (list, tuple)):
+        if not isinstance(document, (list, tuple)):
+            return False
+        return all(any(metadata_contains(d, p) for d in document) for p in pattern)
+    if isinstance(pattern, bool) or isinstance(document, bool):
+        return type(pattern) is type(document) and pattern == document
+    return pattern == document
+
+
+# -- put ------------------------------------------------------------------------------
+
+
+def put_params(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+) -> tuple[dict[str, Any], RunnableConfig]:
+    """Parameters of `Statements.put`, and the config that `put` returns."""
+    key = parse_config(config)
+    checkpoint_id = require_text(checkpoint["id"], "checkpoint id")
+    where = f"thread {key.thread_id!r}, checkpoint {checkpoint_id!r}"
+    values = checkpoint["channel_values"]
+
+    channels, versions, types, blobs = [], [], [], []
+    for channel, version in new_versions.items():
+        if channel not in values:
+            continue
+        type_, data = dump_value(serde, values[channel], channel=channel, where=where)
+        channels.append(require_text(channel, "channel"))
+        versions.append(require_text(version, f"version of channel {channel!r}"))
+        types.append(type_)
+        blobs.append(data)
+
+    held = [(ch, checkpoint["channel_versions"].get(ch)) for ch in values]
+    missing = [ch for ch, version in held if version is None]
+    if missing:
+        raise ConfigError(
+            f"channel {missing[0]!r} has a value but no entry in channel_versions ({where})"
+        )
+    body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+    try:
+        body_json = json.dumps(body, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise SerializationError(f"checkpoint {checkpoint_id!r} of thread {key.thread_id!r} is not JSON: {exc}") from exc
+
+    stored_metadata = merge_metadata(config, metadata)
+    metadata_json, metadata_exact = dump_metadata(serde, stored_metadata)
+    step = stored_metadata.get("step")
+    run_id = stored_metadata.get("run_id")
+    source = stored_metadata.get("source")
+    params = {
+        "thread_id": key.thread_id,
+        "checkpoint_ns": key.checkpoint_ns,
+        "checkpoint_id": checkpoint_id,
+        "parent_checkpoint_id": key.checkpoint_id,
+        "run_id": require_text(run_id, "run_id").replace("\x00", "") if run_id is not None else None,
+        "step": step if isinstance(step, int) and not isinstance(step, bool) and -(2**31) <= step < 2**31 else None,
+        "source": source.replace("\x00", "") if isinstance(source, str) else None,
+        "checkpoint": body_json,
+        "value_channels": [require_text(ch, "channel") for ch, _ in held],
+        "value_versions": [str(version) for _, version in held],
+        "metadata": metadata_json,
+        "metadata_exact": metadata_exact,
+        "channels": channels,
+        "versions": versions,
+        "types": types,
+        "values": blobs,
+    }
+    return params, key.config(checkpoint_id)
+
+
+def put_writes_params(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+) -> tuple[dict[str, Any], bool]:
+    """Parameters of `Statements.put_writes`, and whether the writes replace (special channels)."""
+    key = parse_config(config, need_checkpoint_id=True)
+    where = f"thread {key.thread_id!r}, checkpoint {key.checkpoint_id!r}, task {task_id!r}"
+    idx, channels, types, blobs = [], [], [], []
+    for i, (channel, value) in enumerate(writes):
+        type_, data = dump_value(serde, value, channel=channel, where=where)
+        idx.append(WRITES_IDX_MAP.get(channel, i))
+        channels.append(require_text(channel, "channel"))
+        types.append(type_)
+        blobs.append(data)
+    params = {
+        "thread_id": key.thread_id,
+        "checkpoint_ns": key.checkpoint_ns,
+        "checkpoint_id": key.checkpoint_id,
+        "task_id": require_text(task_id, "task_id"),
+        "task_path": require_text(task_path or "", "task_path"),
+        "idx": idx,
+        "channels": channels,
+        "types": types,
+        "values": blobs,
+    }
+    replace = bool(writes) and all(channel in WRITES_IDX_MAP for channel, _ in writes)
+    return params, replace
+
+
+# -- reads ----------------------------------------------------------------------------
+
+
+@dataclass
+class CheckpointRow:
+    """A checkpoint row as fetched, before its values are attached."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    body: dict[str, Any]
+    metadata: Any
+    metadata_exact: bytes | None
+    value_channels: list[str]
+    value_versions: list[str]
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> CheckpointRow:
+        return cls(*row)
+
+    @property
+    def value_keys(self) -> Iterable[tuple[str, str, str, str]]:
+        for channel, version in zip(self.value_channels, self.value_versions):
+            yield self.thread_id, self.checkpoint_ns, channel, version
+
+
+# Pending writes as fetched: (task_id, channel, task_path, idx, type, data).
+WriteRow = tuple[str, str, str, int, str, bytes | None]
+
+
+def build_tuple(
+    serde: SerializerProtocol,
+    row: CheckpointRow,
+    values: Mapping[tuple[str, str], Any],
+    writes: Iterable[WriteRow],
+) -> CheckpointTuple:
+    """A CheckpointTuple from its row, its decoded values by (channel, version), its writes."""
+    channel_values = {}
+    for channel, version in zip(row.value_channels, row.value_versions):
+        if (channel, version) in values:
+            channel_values[channel] = values[(channel, version)]
+    checkpoint = {**row.body, "channel_values": channel_values}
+    ordered = sorted(writes, key=lambda w: writes_sort_key(w[2], w[0], w[3]))
+    pending: list[PendingWrite] = [
+        (task_id, channel, load_value(serde, type_, data))
+        for task_id, channel, _path, _idx, type_, data in ordered
+    ]
+    key = CheckpointKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+    parent = (
+        key.config(row.parent_checkpoint_id) if row.parent_checkpoint_id else None
+    )
+    return CheckpointTuple(
+        config=key.config(),
+        checkpoint=checkpoint,  # type: ignore[arg-type]
+        metadata=load_metadata(serde, row.metadata, row.metadata_exact),  # type: ignore[arg-type]
+        parent_config=parent,
+        pending_writes=pending,
+    )
+
+
+def get_tuple_params(key: CheckpointKey) -> dict[str, Any]:
+    return {
+        "thread_id": key.thread_id,
+        "checkpoint_ns": key.checkpoint_ns,
+        "checkpoint_id": key.checkpoint_id,
+    }
+
+
+def tuple_from_union(serde: SerializerProtocol, key: CheckpointKey, rows: Sequence[Sequence[Any]]) -> CheckpointTuple | None:
+    """Decode the rows of `Statements.get_tuple` (parts 'c', 'v', 'w')."""
+    row = None
+    values: dict[tuple[str, str], Any] = {}
+    writes: list[WriteRow] = []
+    for part, a, b, c, n, doc, meta, chs, vers, type_, data in rows:
+        if part == "c":
+            row = CheckpointRow(key.thread_id, key.checkpoint_ns, a, b, doc, meta, data, chs, vers)
+        elif part == "v":
+            values[(a, b)] = load_value(serde, type_, data)
+        else:
+            writes.append((a, b, c, n, type_, data))
+    if row is None:
+        return None
+    return build_tuple(serde, row, values, writes)

@@ -1,0 +1,197 @@
+"""DurablePostgresSaver: the synchronous shell. It sends Queries; it decides nothing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from psycopg import Connection
+from psycopg_pool import ConnectionPool
+
+from . import schema as schema_sql
+from .core import Query, SaverCore
+from .errors import DatabaseUnavailableError
+from .retry import Attempts, RetryPolicy
+from .schema import DEFAULT_SCHEMA, quote_schema
+
+T = TypeVar("T")
+
+
+class DurablePostgresSaver(SaverCore):
+    """A LangGraph checkpointer on PostgreSQL, for `graph.invoke` / `graph.stream`.
+
+    Give it a psycopg `ConnectionPool` (calls then run in parallel, one pooled
+    connection each) or a single `Connection` (calls are serialized on it).
+    """
+
+    def __init__(
+        self,
+        conn: Connection | ConnectionPool,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        serde: SerializerProtocol | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        super().__init__(schema=schema, serde=serde, retry=retry)
+        self.conn = conn
+        self.is_pool = isinstance(conn, ConnectionPool)
+        # A single connection runs one statement at a time; a pool needs no lock.
+        self._lock = threading.Lock()
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        serde: SerializerProtocol | None = None,
+        retry: RetryPolicy | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        prepare_threshold: int | None = 5,
+        timeout: float = 30.0,
+    ) -> Iterator[DurablePostgresSaver]:
+        """A saver on its own connection pool, closed on exit.
+
+        `prepare_threshold=None` turns server-side prepared statements off, as PgBouncer
+        in transaction mode requires.
+        """
+        pool = ConnectionPool(
+            conn_string,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs={"autocommit": True, "prepare_threshold": prepare_threshold},
+            open=False,
+            name="langgraph-pg-durable",
+        )
+        pool.open(wait=True, timeout=timeout)
+        try:
+            yield cls(pool, schema=schema, serde=serde, retry=retry)
+        finally:
+            pool.close()
+
+    # -- I/O ------------------------------------------------------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        if self.is_pool:
+            with self.conn.connection() as conn:  # type: ignore[union-attr]
+                yield conn
+        else:
+            with self._lock:
+                yield self.conn  # type: ignore[misc]
+
+    def _execute(self, query: Query[T]) -> T:
+        """Send one statement (one round trip), retrying transient errors."""
+        attempts = Attempts(self.retry, query.operation)
+        while True:
+            try:
+                with self._connection() as conn:
+                    if conn.autocommit:
+                        fetched = self._send(conn, query)
+                    else:
+                        with conn.transaction():
+                            fetched = self._send(conn, query)
+                return query.decode(fetched)
+            except Exception as exc:
+                if not self.is_pool and self.conn.closed:  # type: ignore[union-attr]
+                    raise DatabaseUnavailableError(
+                        f"{query.operation} failed: the saver's connection is closed "
+                        f"({type(exc).__name__}: {exc}); give the saver a pool to survive reconnects"
+                    ) from exc
+                delay = attempts.next_delay(exc)
+                if self.is_pool:
+                    self.conn.check()  # type: ignore[union-attr]  # drop the other dead connections
+                time.sleep(delay)
+
+    @staticmethod
+    def _send(conn: Connection, query: Query[Any]) -> list[Any]:
+        with conn.cursor(binary=True) as cur:
+            cur.execute(query.sql, query.params)
+            return cur.fetchall() if cur.description is not None else []
+
+    # -- schema -----------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Create or upgrade the schema; safe to call from many processes at once."""
+        quoted = quote_schema(self.schema)
+
+        def migrate(conn: Connection) -> None:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute(schema_sql.lock_sql(self.schema))
+                cur.execute(schema_sql.bootstrap_sql(quoted))
+                cur.execute(schema_sql.current_version_sql(quoted))
+                current = cur.fetchone()[0]  # type: ignore[index]
+                for migration in schema_sql.pending(self.schema, current):
+                    cur.execute(migration.sql(quoted))
+                    cur.execute(schema_sql.record_sql(quoted), (migration.version, migration.name))
+
+        attempts = Attempts(self.retry, f"setup of schema {self.schema!r}")
+        while True:
+            try:
+                with self._connection() as conn:
+                    return migrate(conn)
+            except Exception as exc:
+                time.sleep(attempts.next_delay(exc))
+
+    # -- BaseCheckpointSaver ------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._execute(self._get_tuple_query(config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        scan = self._history_scan(config, filter, before, limit)
+        while not scan.done:
+            page = self._execute(self._page_query(scan))
+            if not page:
+                return
+            yield from self._execute(self._details_query(scan, page))
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self._execute(self._put_query(config, checkpoint, metadata, new_versions))
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        if query := self._put_writes_query(config, writes, task_id, task_path):
+            self._execute(query)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._execute(self._delete_threads_query([thread_id]))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        if run_ids:
+            self._execute(self._delete_for_runs_query(run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._execute(self._copy_thread_query(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        query = self._prune_query(thread_ids, strategy)
+        if thread_ids:
+            self._execute(query)

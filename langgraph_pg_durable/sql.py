@@ -1,0 +1,227 @@
+"""SQL text of every statement, for one schema. Every statement anchors on thread_id.
+
+Each saver operation is one statement (one network round trip): `put` stores its
+channel values and its checkpoint row in one data-modifying CTE, and `get_tuple`
+reads the checkpoint, its values and its pending writes as one UNION ALL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .schema import quote_schema
+
+# Columns of a checkpoint row as read back, in this order, by every read.
+CHECKPOINT_COLUMNS = (
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, "
+    "metadata, metadata_exact, value_channels, value_versions"
+)
+
+
+@dataclass(frozen=True)
+class Statements:
+    """The statements of one schema; built once per saver."""
+
+    schema: str
+
+    @property
+    def q(self) -> str:
+        return quote_schema(self.schema)
+
+    # -- writes ---------------------------------------------------------------
+
+    def put(self) -> str:
+        s = self.q
+        return f"""
+WITH stored_values AS (
+    INSERT INTO {s}.channel_values (thread_id, checkpoint_ns, channel, version, type, value)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value
+    FROM unnest(%(channels)s::text[], %(versions)s::text[], %(types)s::text[], %(values)s::bytea[])
+        AS v(channel, version, type, value)
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
+)
+INSERT INTO {s}.checkpoints (
+    thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
+    checkpoint, value_channels, value_versions, metadata, metadata_exact)
+VALUES (
+    %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_checkpoint_id)s, %(run_id)s,
+    %(step)s, %(source)s, %(checkpoint)s::jsonb, %(value_channels)s::text[],
+    %(value_versions)s::text[], %(metadata)s::jsonb, %(metadata_exact)s)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+    parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
+    run_id = EXCLUDED.run_id,
+    step = EXCLUDED.step,
+    source = EXCLUDED.source,
+    checkpoint = EXCLUDED.checkpoint,
+    value_channels = EXCLUDED.value_channels,
+    value_versions = EXCLUDED.value_versions,
+    metadata = EXCLUDED.metadata,
+    metadata_exact = EXCLUDED.metadata_exact"""
+
+    def put_writes(self, *, replace: bool) -> str:
+        """Insert a task's writes; `replace` (special channels only) overwrites a retry's rows."""
+        conflict = (
+            "DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, "
+            "value = EXCLUDED.value, task_path = EXCLUDED.task_path"
+            if replace
+            else "DO NOTHING"
+        )
+        return f"""
+INSERT INTO {self.q}.checkpoint_writes (
+    thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
+       w.idx, w.channel, w.type, w.value
+FROM unnest(%(idx)s::int[], %(channels)s::text[], %(types)s::text[], %(values)s::bytea[])
+    AS w(idx, channel, type, value)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"""
+
+    # -- reads ----------------------------------------------------------------
+
+    def get_tuple(self, *, by_id: bool) -> str:
+        """The target checkpoint ('c'), its channel values ('v') and pending writes ('w')."""
+        s = self.q
+        exact = "AND checkpoint_id = %(checkpoint_id)s" if by_id else ""
+        return f"""
+WITH target AS MATERIALIZED (
+    SELECT {CHECKPOINT_COLUMNS}
+    FROM {s}.checkpoints
+    WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s {exact}
+    ORDER BY checkpoint_id DESC
+    LIMIT 1
+)
+SELECT 'c' AS part, t.checkpoint_id AS a, t.parent_checkpoint_id AS b, NULL::text AS c,
+       NULL::int AS n, t.checkpoint AS doc, t.metadata AS meta, t.value_channels AS chs,
+       t.value_versions AS vers, NULL::text AS type, t.metadata_exact AS data
+FROM target t
+UNION ALL
+SELECT 'v', v.channel, v.version, NULL, NULL, NULL, NULL, NULL, NULL, v.type, v.value
+FROM target t
+JOIN {s}.channel_values v
+  ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
+ AND v.channel = ANY(t.value_channels) AND v.version = ANY(t.value_versions)
+ AND v.version = t.value_versions[array_position(t.value_channels, v.channel)]
+UNION ALL
+SELECT 'w', w.task_id, w.channel, w.task_path, w.idx, NULL, NULL, NULL, NULL, w.type, w.value
+FROM target t
+JOIN {s}.checkpoint_writes w
+  ON w.thread_id = %(thread_id)s AND w.checkpoint_ns = %(checkpoint_ns)s
+ AND w.checkpoint_id = t.checkpoint_id"""
+
+    def list_page(self, where: str) -> str:
+        """One page of checkpoint rows, newest first, for keyset pagination."""
+        return f"""
+SELECT {CHECKPOINT_COLUMNS}
+FROM {self.q}.checkpoints
+{where}
+ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC
+LIMIT %(page_size)s"""
+
+    def page_details(self) -> str:
+        """The values (by exact key) and pending writes of one page's checkpoints."""
+        s = self.q
+        return f"""
+SELECT 'v' AS part, v.thread_id, v.checkpoint_ns, NULL::text AS checkpoint_id,
+       v.channel AS a, v.version AS b, NULL::text AS c, NULL::int AS n, v.type, v.value
+FROM unnest(%(v_threads)s::text[], %(v_namespaces)s::text[], %(v_channels)s::text[],
+            %(v_versions)s::text[]) AS k(thread_id, checkpoint_ns, channel, version)
+JOIN {s}.channel_values v
+  ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
+ AND v.channel = k.channel AND v.version = k.version
+UNION ALL
+SELECT 'w', w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel,
+       w.task_path, w.idx, w.type, w.value
+FROM unnest(%(w_threads)s::text[], %(w_namespaces)s::text[], %(w_checkpoints)s::text[])
+    AS k(thread_id, checkpoint_ns, checkpoint_id)
+JOIN {s}.checkpoint_writes w
+  ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns
+ AND w.checkpoint_id = k.checkpoint_id"""
+
+    # -- deletes and copies -----------------------------------------------------
+
+    def delete_threads(self) -> str:
+        s = self.q
+        return f"""
+WITH gone_writes AS (
+    DELETE FROM {s}.checkpoint_writes WHERE thread_id = ANY(%(thread_ids)s)
+), gone_values AS (
+    DELETE FROM {s}.channel_values WHERE thread_id = ANY(%(thread_ids)s)
+)
+DELETE FROM {s}.checkpoints WHERE thread_id = ANY(%(thread_ids)s)"""
+
+    def _drop_checkpoints(self, doomed: str) -> str:
+        """Delete the checkpoints `doomed` selects, their writes, and values nobody else holds.
+
+        `doomed` is a SELECT of (thread_id, checkpoint_ns, checkpoint_id) over
+        `{schema}.checkpoints c`. Every sub-statement sees the same snapshot, so the
+        surviving checkpoints are those `doomed` does not select.
+        """
+        s = self.q
+        return f"""
+WITH doomed AS MATERIALIZED ({doomed}),
+gone AS (
+    DELETE FROM {s}.checkpoints c USING doomed d
+    WHERE c.thread_id = d.thread_id AND c.checkpoint_ns = d.checkpoint_ns
+      AND c.checkpoint_id = d.checkpoint_id
+    RETURNING c.thread_id, c.checkpoint_ns, c.value_channels, c.value_versions
+), gone_writes AS (
+    DELETE FROM {s}.checkpoint_writes w USING doomed d
+    WHERE w.thread_id = d.thread_id AND w.checkpoint_ns = d.checkpoint_ns
+      AND w.checkpoint_id = d.checkpoint_id
+), freed AS (
+    SELECT DISTINCT g.thread_id, g.checkpoint_ns, f.channel, f.version
+    FROM gone g, unnest(g.value_channels, g.value_versions) AS f(channel, version)
+), held AS (
+    SELECT DISTINCT c.thread_id, c.checkpoint_ns, h.channel, h.version
+    FROM {s}.checkpoints c, unnest(c.value_channels, c.value_versions) AS h(channel, version)
+    WHERE c.thread_id IN (SELECT thread_id FROM freed)
+      AND NOT EXISTS (
+        SELECT 1 FROM doomed d
+        WHERE d.thread_id = c.thread_id AND d.checkpoint_ns = c.checkpoint_ns
+          AND d.checkpoint_id = c.checkpoint_id)
+)
+DELETE FROM {s}.channel_values v USING freed f
+WHERE v.thread_id = f.thread_id AND v.checkpoint_ns = f.checkpoint_ns
+  AND v.channel = f.channel AND v.version = f.version
+  AND NOT EXISTS (
+    SELECT 1 FROM held h
+    WHERE h.thread_id = f.thread_id AND h.checkpoint_ns = f.checkpoint_ns
+      AND h.channel = f.channel AND h.version = f.version)"""
+
+    def delete_for_runs(self) -> str:
+        return self._drop_checkpoints(
+            f"SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id FROM {self.q}.checkpoints c "
+            "WHERE c.run_id = ANY(%(run_ids)s)"
+        )
+
+    def prune_keep_latest(self) -> str:
+        """All but the newest checkpoint of each (thread, namespace)."""
+        return self._drop_checkpoints(
+            "SELECT thread_id, checkpoint_ns, checkpoint_id FROM ("
+            " SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, row_number() OVER ("
+            "  PARTITION BY c.thread_id, c.checkpoint_ns ORDER BY c.checkpoint_id DESC) AS rank"
+            f" FROM {self.q}.checkpoints c WHERE c.thread_id = ANY(%(thread_ids)s)"
+            ") ranked WHERE rank > 1"
+        )
+
+    def copy_thread(self) -> str:
+        s = self.q
+        return f"""
+WITH copied_values AS (
+    INSERT INTO {s}.channel_values (thread_id, checkpoint_ns, channel, version, type, value)
+    SELECT %(target)s, checkpoint_ns, channel, version, type, value
+    FROM {s}.channel_values WHERE thread_id = %(source)s
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
+), copied_writes AS (
+    INSERT INTO {s}.checkpoint_writes (
+        thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value)
+    SELECT %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value
+    FROM {s}.checkpoint_writes WHERE thread_id = %(source)s
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
+)
+INSERT INTO {s}.checkpoints (
+    thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
+    checkpoint, value_channels, value_versions, metadata, metadata_exact)
+SELECT %(target)s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
+       checkpoint, value_channels, value_versions, metadata, metadata_exact
+FROM {s}.checkpoints WHERE thread_id = %(source)s
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING"""
