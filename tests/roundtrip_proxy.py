@@ -23,14 +23,22 @@ class RoundTripProxy:
         self.dsn = urlunsplit(parts._replace(netloc=f"{auth}127.0.0.1:{port}"))
         self._lock = threading.Lock()
         self.round_trips = 0
+        self.server_bytes = 0
         self._server_spoke = True
         self._closed = False
+        self._sockets: list[socket.socket] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
     def reset(self) -> int:
         """The round trips counted since the last reset."""
         with self._lock:
-            count, self.round_trips = self.round_trips, 0
+            count, self.round_trips, self.server_bytes = self.round_trips, 0, 0
+            return count
+
+    def take_bytes(self) -> int:
+        """The bytes the server sent since the last reset or take."""
+        with self._lock:
+            count, self.server_bytes = self.server_bytes, 0
             return count
 
     def _accept(self) -> None:
@@ -40,6 +48,7 @@ class RoundTripProxy:
             except OSError:
                 return
             server = socket.create_connection(self.target)
+            self._sockets += [client, server]
             for sock in (client, server):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
@@ -52,6 +61,8 @@ class RoundTripProxy:
                     if from_client and self._server_spoke:
                         self.round_trips += 1
                     self._server_spoke = not from_client
+                    if not from_client:
+                        self.server_bytes += len(data)
                 dst.sendall(data)
         except OSError:
             pass
@@ -63,5 +74,12 @@ class RoundTripProxy:
                     pass
 
     def close(self) -> None:
+        """Refuse new connections and cut the open ones, as a vanished server would."""
         self._closed = True
         self.listener.close()
+        for sock in self._sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
