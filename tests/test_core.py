@@ -1,0 +1,61 @@
+"""The sans-I/O core on its own: versions, retry classification, metadata containment."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg import errors as pg_errors
+
+from langgraph_pg_durable import DatabaseUnavailableError, RetryPolicy
+from langgraph_pg_durable.retry import Attempts, is_transient
+from langgraph_pg_durable.rows import metadata_contains, next_version
+
+
+def test_versions_increase_and_accept_the_framework_defaults() -> None:
+    first = next_version(None)
+    second = next_version(first)
+    assert first < second
+    assert next_version(7) > next_version(6)
+    assert next_version(7).startswith("00000000000000000008.")
+    # Two forks of one parent get distinct versions of the same number.
+    assert len({next_version(first) for _ in range(50)}) == 50
+
+
+@pytest.mark.parametrize(
+    "exc, transient",
+    [
+        (pg_errors.SerializationFailure("x"), True),
+        (pg_errors.DeadlockDetected("x"), True),
+        (pg_errors.AdminShutdown("x"), True),
+        (psycopg.OperationalError("connection lost"), True),
+        (pg_errors.QueryCanceled("statement timeout"), False),
+        (pg_errors.UniqueViolation("x"), False),
+        (ValueError("x"), False),
+    ],
+)
+def test_transient_errors(exc: Exception, transient: bool) -> None:
+    assert is_transient(exc) is transient
+
+
+def test_attempts_are_bounded_and_end_in_a_clear_error() -> None:
+    attempts = Attempts(RetryPolicy(max_attempts=3, initial_backoff=0.01), "put on thread 't'")
+    exc = pg_errors.SerializationFailure("could not serialize access")
+    assert 0 < attempts.next_delay(exc) <= 0.01
+    assert 0 < attempts.next_delay(exc) <= 0.02
+    with pytest.raises(DatabaseUnavailableError, match="put on thread 't' failed after 3 attempt"):
+        attempts.next_delay(exc)
+
+
+def test_a_permanent_error_is_raised_at_once() -> None:
+    attempts = Attempts(RetryPolicy(), "get_tuple")
+    with pytest.raises(pg_errors.UniqueViolation):
+        attempts.next_delay(pg_errors.UniqueViolation("dup"))
+
+
+def test_metadata_contains_follows_jsonb_containment() -> None:
+    doc = {"source": "loop", "step": 3, "tags": ["a", "b"], "deep": {"x": 1, "y": [1, 2]}, "flag": True}
+    assert metadata_contains(doc, {"source": "loop"})
+    assert metadata_contains(doc, {"tags": ["b"], "deep": {"y": [2]}})
+    assert not metadata_contains(doc, {"step": 4})
+    assert not metadata_contains(doc, {"flag": 1})  # jsonb: true is not 1
+    assert not metadata_contains(doc, {"missing": None})
