@@ -95,17 +95,18 @@ SELECT 'c' AS part, t.checkpoint_id AS a, t.parent_checkpoint_id AS b, NULL::tex
 FROM target t
 UNION ALL
 SELECT 'v', v.channel, v.version, NULL, NULL, NULL, NULL, NULL, NULL, v.type, v.value
-FROM target t
-JOIN {s}.channel_values v
-  ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
- AND v.channel = ANY(t.value_channels) AND v.version = ANY(t.value_versions)
- AND v.version = t.value_versions[array_position(t.value_channels, v.channel)]
+FROM {s}.channel_values v, target t
+WHERE v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
+  -- Scalar subqueries become index conditions whatever the table statistics say,
+  -- so a long thread costs a few index probes, never a scan of its history.
+  AND v.channel = ANY((SELECT value_channels FROM target)::text[])
+  AND v.version = ANY((SELECT value_versions FROM target)::text[])
+  AND v.version = t.value_versions[array_position(t.value_channels, v.channel)]
 UNION ALL
 SELECT 'w', w.task_id, w.channel, w.task_path, w.idx, NULL, NULL, NULL, NULL, w.type, w.value
-FROM target t
-JOIN {s}.checkpoint_writes w
-  ON w.thread_id = %(thread_id)s AND w.checkpoint_ns = %(checkpoint_ns)s
- AND w.checkpoint_id = t.checkpoint_id"""
+FROM {s}.checkpoint_writes w
+WHERE w.thread_id = %(thread_id)s AND w.checkpoint_ns = %(checkpoint_ns)s
+  AND w.checkpoint_id = (SELECT checkpoint_id FROM target)"""
 
     def list_page(self, where: str) -> str:
         """One page of checkpoint rows, newest first, for keyset pagination."""
