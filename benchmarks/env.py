@@ -1,0 +1,164 @@
+"""The savers under test, each on the test suite's PostgreSQL server.
+
+The official saver uses unqualified table names, so it gets a database of its own;
+ours gets another, with its tables in its schema. Both are dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
+
+# Reuse the tests' server provisioning and round-trip proxy rather than copy them.
+_TESTS = str(Path(__file__).resolve().parent.parent / "tests")
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
+from pg_server import PgServer, start_pg_server  # noqa: E402
+from roundtrip_proxy import RoundTripProxy  # noqa: E402
+
+KINDS = ("memory", "official", "ours")
+LABELS = {"memory": "InMemorySaver", "official": "official PostgresSaver", "ours": "DurablePostgresSaver"}
+OURS_SCHEMA = "langgraph_durable"
+OFFICIAL_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
+# The connection settings the official saver's from_conn_string uses; its pool needs them too.
+OFFICIAL_CONN = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+
+__all__ = ["KINDS", "LABELS", "Bench", "RoundTripProxy", "bench_env"]
+
+
+@dataclass
+class Bench:
+    """A running server and the DSN of each Postgres saver's database."""
+
+    server: PgServer
+    dsn: dict[str, str]
+    server_version: str
+
+    # -- savers ------------------------------------------------------------------------
+
+    @contextmanager
+    def saver(self, kind: str, *, pool_size: int | None = None) -> Iterator[Callable[[], BaseCheckpointSaver]]:
+        """A factory of the saver for one run: a fresh InMemorySaver, else one shared instance.
+
+        Without `pool_size` each Postgres saver is what its `from_conn_string` gives
+        (official: one connection; ours: a pool). With it, both get a pool that size.
+        """
+        if kind == "memory":
+            yield InMemorySaver
+            return
+        dsn = self.dsn[kind]
+        if kind == "ours":
+            size = {"min_size": pool_size, "max_size": pool_size} if pool_size else {}
+            with DurablePostgresSaver.from_conn_string(dsn, schema=OURS_SCHEMA, **size) as saver:
+                yield lambda: saver
+        elif pool_size is None:
+            with PostgresSaver.from_conn_string(dsn) as saver:
+                yield lambda: saver
+        else:
+            pool = ConnectionPool(dsn, min_size=pool_size, max_size=pool_size, kwargs=OFFICIAL_CONN, open=False)
+            pool.open(wait=True)
+            try:
+                saver = PostgresSaver(pool)
+                yield lambda: saver
+            finally:
+                pool.close()
+
+    @asynccontextmanager
+    async def async_saver(self, kind: str, *, pool_size: int) -> AsyncIterator[Callable[[], BaseCheckpointSaver]]:
+        """The async twin of `saver`, always pooled (it is for the concurrency workload)."""
+        if kind == "memory":
+            yield InMemorySaver
+        elif kind == "ours":
+            async with AsyncDurablePostgresSaver.from_conn_string(
+                self.dsn[kind], schema=OURS_SCHEMA, min_size=pool_size, max_size=pool_size
+            ) as saver:
+                yield lambda: saver
+        else:
+            pool = AsyncConnectionPool(
+                self.dsn[kind], min_size=pool_size, max_size=pool_size, kwargs=OFFICIAL_CONN, open=False
+            )
+            await pool.open(wait=True)
+            try:
+                saver = AsyncPostgresSaver(pool)
+                yield lambda: saver
+            finally:
+                await pool.close()
+
+    # -- what a saver stores ---------------------------------------------------------------
+
+    def _tables(self, kind: str, conn: psycopg.Connection) -> list[str]:
+        """The qualified names of the tables the saver owns."""
+        if kind == "official":
+            return [t for t in OFFICIAL_TABLES if conn.execute("SELECT to_regclass(%s)", (t,)).fetchone()[0]]
+        rows = conn.execute(
+            "SELECT format('%%I.%%I', schemaname, tablename) FROM pg_tables WHERE schemaname = %s",
+            (OURS_SCHEMA,),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def db_bytes(self, kind: str) -> int | None:
+        """Sum of pg_total_relation_size (heap, TOAST, indexes) over the saver's tables."""
+        if kind == "memory":
+            return None
+        with psycopg.connect(self.dsn[kind], autocommit=True) as conn:
+            total = 0
+            for table in self._tables(kind, conn):
+                total += conn.execute("SELECT pg_total_relation_size(%s::regclass)", (table,)).fetchone()[0]
+            return total
+
+    def analyze(self, kind: str) -> None:
+        """Refresh the planner's statistics, as autovacuum would on tables that stay this size."""
+        if kind == "memory":
+            return
+        with psycopg.connect(self.dsn[kind], autocommit=True) as conn:
+            conn.execute(f"ANALYZE {', '.join(self._tables(kind, conn))}")
+
+    def truncate(self, kind: str) -> None:
+        """Empty the saver's data tables (not its migration ledger) so a run's bytes stand alone."""
+        if kind == "memory":
+            return
+        with psycopg.connect(self.dsn[kind], autocommit=True) as conn:
+            tables = [t for t in self._tables(kind, conn) if "migrations" not in t]
+            conn.execute(f"TRUNCATE {', '.join(tables)}")
+
+
+@contextmanager
+def bench_env() -> Iterator[Bench]:
+    """Start (or reuse, per $LANGGRAPH_PG_DURABLE_TEST_DSN) a server; set up both savers."""
+    server = start_pg_server()
+    names = {k: f"lgpd_bench_{k}_{uuid.uuid4().hex[:8]}" for k in ("official", "ours")}
+    created: list[str] = []
+    try:
+        dsn = {}
+        for kind, name in names.items():
+            dsn[kind] = server.create_database(name)
+            created.append(name)
+        with PostgresSaver.from_conn_string(dsn["official"]) as saver:
+            saver.setup()
+        with DurablePostgresSaver.from_conn_string(dsn["ours"], schema=OURS_SCHEMA) as saver:
+            saver.setup()
+        with psycopg.connect(server.dsn) as conn:
+            version = conn.execute("SHOW server_version").fetchone()[0]
+        yield Bench(server, dsn, version)
+    finally:
+        try:
+            with psycopg.connect(server.dsn, autocommit=True) as conn:
+                for name in created:
+                    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        finally:
+            server.stop()  # a no-op for a server given by $LANGGRAPH_PG_DURABLE_TEST_DSN
