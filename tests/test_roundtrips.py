@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -10,14 +12,29 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
 
-from roundtrip_proxy import RoundTripProxy
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.round_trips import WireCounter  # noqa: E402  (reads the protocol, not just flights)
+
+
+class Requests:
+    """Round trips counted by request: a client message that asks, after the server answered."""
+
+    def __init__(self, dsn: str) -> None:
+        self.counter = WireCounter(dsn)
+        self.dsn = self.counter.dsn
+        self._seen = 0
+
+    def reset(self) -> int:
+        total = self.counter.counts()[0]
+        count, self._seen = total - self._seen, total
+        return count
 
 
 @pytest.fixture
 def proxy(pg_dsn: str):
-    proxy = RoundTripProxy(pg_dsn)
+    proxy = Requests(pg_dsn)
     yield proxy
-    proxy.close()
+    proxy.counter.close()
 
 
 def _checkpoint(saver, step: int, previous: dict | None):
@@ -28,7 +45,7 @@ def _checkpoint(saver, step: int, previous: dict | None):
     return checkpoint
 
 
-def test_sync_saver_round_trips(pg_dsn: str, schema_name: str, proxy: RoundTripProxy) -> None:
+def test_sync_saver_round_trips(pg_dsn: str, schema_name: str, proxy: Requests) -> None:
     with psycopg.connect(proxy.dsn, autocommit=True) as conn:
         saver = DurablePostgresSaver(conn, schema=schema_name)
         saver.setup()
@@ -51,7 +68,7 @@ def test_sync_saver_round_trips(pg_dsn: str, schema_name: str, proxy: RoundTripP
             assert latest.config == config
 
 
-async def test_async_saver_round_trips(pg_dsn: str, schema_name: str, proxy: RoundTripProxy) -> None:
+async def test_async_saver_round_trips(pg_dsn: str, schema_name: str, proxy: Requests) -> None:
     async with await psycopg.AsyncConnection.connect(proxy.dsn, autocommit=True) as conn:
         saver = AsyncDurablePostgresSaver(conn, schema=schema_name)
         await saver.setup()
