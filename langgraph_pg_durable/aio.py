@@ -113,7 +113,7 @@ class AsyncDurablePostgresSaver(SaverCore):
 
     @staticmethod
     async def _send(conn: AsyncConnection, query: Query[Any]) -> list[Any]:
-        """One flight: pipeline mode sends a statement's prepare, BEGIN and COMMIT with it."""
+        """One flight on an autocommit connection: pipeline mode sends the prepare with the statement."""
         async with conn.cursor(binary=True) as cur:
             async with conn.pipeline():
                 if conn.autocommit:
@@ -267,4 +267,3 @@ class AsyncDurablePostgresSaver(SaverCore):
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         return self._on_loop(self.aprune(thread_ids, strategy=strategy))
-

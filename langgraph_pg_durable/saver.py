@@ -110,7 +110,7 @@ class DurablePostgresSaver(SaverCore):
 
     @staticmethod
     def _send(conn: Connection, query: Query[Any]) -> list[Any]:
-        """One flight: pipeline mode sends a statement's prepare, BEGIN and COMMIT with it."""
+        """One flight on an autocommit connection: pipeline mode sends the prepare with the statement."""
         with conn.cursor(binary=True) as cur:
             with conn.pipeline():
                 if conn.autocommit:
@@ -198,4 +198,3 @@ class DurablePostgresSaver(SaverCore):
         query = self._prune_query(thread_ids, strategy)
         if thread_ids:
             self._execute(query)
-

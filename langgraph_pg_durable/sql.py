@@ -97,8 +97,9 @@ UNION ALL
 SELECT 'v', v.channel, v.version, NULL, NULL, NULL, NULL, NULL, NULL, v.type, v.value
 FROM {s}.channel_values v, target t
 WHERE v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
-  -- Scalar subqueries become index conditions whatever the table statistics say,
-  -- so a long thread costs a few index probes, never a scan of its history.
+  -- As scalar subqueries (InitPlans) these are plain parameters the planner can use as
+  -- index conditions: a few probes instead of a scan of the thread's history. The
+  -- checkpoint id below is one whatever the statistics; the arrays once ANALYZE has run.
   AND v.channel = ANY((SELECT value_channels FROM target)::text[])
   AND v.version = ANY((SELECT value_versions FROM target)::text[])
   AND v.version = t.value_versions[array_position(t.value_channels, v.channel)]
