@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     EXCLUDED_METADATA_KEYS,
@@ -29,6 +30,19 @@ from .errors import ConfigError, SerializationError
 
 # Our marker for a metadata value kept in `metadata_exact`: "<serde type>:<payload>".
 _EXACT_SEPARATOR = b":"
+
+
+def dump_json(document: Any) -> str:
+    """JSON text for a jsonb parameter; orjson where it can, json for what it refuses (huge ints)."""
+    try:
+        return orjson.dumps(document).decode()
+    except TypeError:
+        return json.dumps(document, separators=(",", ":"))
+
+
+def load_json(text: str | None) -> Any:
+    """A jsonb column fetched as text (see `sql.CHECKPOINT_COLUMNS`)."""
+    return None if text is None else orjson.loads(text)
 
 
 @dataclass(frozen=True)
@@ -154,7 +168,7 @@ def dump_metadata(serde: SerializerProtocol, metadata: Mapping[str, Any]) -> tup
     if projected != metadata or _has_tuple(metadata):
         type_, data = dump_value(serde, dict(metadata), channel="<metadata>", where="checkpoint metadata")
         exact = type_.encode() + _EXACT_SEPARATOR + data
-    return json.dumps(projected, separators=(",", ":")), exact
+    return dump_json(projected), exact
 
 
 def _has_tuple(value: Any) -> bool:
@@ -236,7 +250,7 @@ def put_params(
         )
     body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
     try:
-        body_json = json.dumps(body, separators=(",", ":"))
+        body_json = dump_json(body)
     except (TypeError, ValueError) as exc:
         raise SerializationError(f"checkpoint {checkpoint_id!r} of thread {key.thread_id!r} is not JSON: {exc}") from exc
 
@@ -317,7 +331,9 @@ class CheckpointRow:
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> CheckpointRow:
-        return cls(*row)
+        thread_id, ns, checkpoint_id, parent_id, body, metadata, exact, channels, versions = row
+        return cls(thread_id, ns, checkpoint_id, parent_id, load_json(body), load_json(metadata),
+                   exact, channels, versions)
 
     @property
     def value_keys(self) -> Iterable[tuple[str, str, str, str]]:
@@ -374,7 +390,7 @@ def tuple_from_union(serde: SerializerProtocol, key: CheckpointKey, rows: Sequen
     writes: list[WriteRow] = []
     for part, a, b, c, n, doc, meta, chs, vers, type_, data in rows:
         if part == "c":
-            row = CheckpointRow(key.thread_id, key.checkpoint_ns, a, b, doc, meta, data, chs, vers)
+            row = CheckpointRow(key.thread_id, key.checkpoint_ns, a, b, load_json(doc), load_json(meta), data, chs, vers)
         elif part == "v":
             values[(a, b)] = load_value(serde, type_, data)
         else:

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from .schema import quote_schema
 
 # Columns of a checkpoint row as read back, in this order, by every read.
+# The jsonb columns come as text: `rows` decodes them with orjson, several times faster
+# than the driver's json.loads, whatever JSON loader the caller's connection has.
 CHECKPOINT_COLUMNS = (
-    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, "
-    "metadata, metadata_exact, value_channels, value_versions"
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint::text AS checkpoint, "
+    "metadata::text AS metadata, metadata_exact, value_channels, value_versions"
 )
 
 
@@ -36,7 +38,7 @@ class Statements:
 WITH stored_values AS (
     INSERT INTO {s}.channel_values (thread_id, checkpoint_ns, channel, version, type, value)
     SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value
-    FROM unnest(%(channels)s::text[], %(versions)s::text[], %(types)s::text[], %(values)b::bytea[])
+    FROM unnest(%(channels)b::text[], %(versions)b::text[], %(types)b::text[], %(values)b::bytea[])
         AS v(channel, version, type, value)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
 )
@@ -45,8 +47,8 @@ INSERT INTO {s}.checkpoints (
     checkpoint, value_channels, value_versions, metadata, metadata_exact)
 VALUES (
     %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_checkpoint_id)s, %(run_id)s,
-    %(step)s, %(source)s, %(checkpoint)s::jsonb, %(value_channels)s::text[],
-    %(value_versions)s::text[], %(metadata)s::jsonb, %(metadata_exact)s)
+    %(step)s, %(source)s, %(checkpoint)s::jsonb, %(value_channels)b::text[],
+    %(value_versions)b::text[], %(metadata)s::jsonb, %(metadata_exact)s)
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
     parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
     run_id = EXCLUDED.run_id,
@@ -71,7 +73,7 @@ INSERT INTO {self.q}.checkpoint_writes (
     thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
 SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
        w.idx, w.channel, w.type, w.value
-FROM unnest(%(idx)s::int[], %(channels)s::text[], %(types)s::text[], %(values)b::bytea[])
+FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b::bytea[])
     AS w(idx, channel, type, value)
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"""
 
@@ -95,14 +97,14 @@ SELECT 'c' AS part, t.checkpoint_id AS a, t.parent_checkpoint_id AS b, NULL::tex
 FROM target t
 UNION ALL
 SELECT 'v', v.channel, v.version, NULL, NULL, NULL, NULL, NULL, NULL, v.type, v.value
-FROM {s}.channel_values v, target t
-WHERE v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
-  -- As scalar subqueries (InitPlans) these are plain parameters the planner can use as
-  -- index conditions: a few probes instead of a scan of the thread's history. The
-  -- checkpoint id below is one whatever the statistics; the arrays once ANALYZE has run.
-  AND v.channel = ANY((SELECT value_channels FROM target)::text[])
-  AND v.version = ANY((SELECT value_versions FROM target)::text[])
-  AND v.version = t.value_versions[array_position(t.value_channels, v.channel)]
+-- The keys come from InitPlans over `target`, so each value is one primary-key probe
+-- whatever the statistics say; a `channel = ANY(...)` filter let the planner prefer a
+-- scan of the thread's values (1.3 ms instead of 0.05 ms on a 1,000-step thread).
+FROM unnest((SELECT value_channels FROM target)::text[],
+            (SELECT value_versions FROM target)::text[]) AS k(channel, version)
+JOIN {s}.channel_values v
+  ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
+ AND v.channel = k.channel AND v.version = k.version
 UNION ALL
 SELECT 'w', w.task_id, w.channel, w.task_path, w.idx, NULL, NULL, NULL, NULL, w.type, w.value
 FROM {s}.checkpoint_writes w
@@ -124,15 +126,15 @@ LIMIT %(page_size)s"""
         return f"""
 SELECT 'v' AS part, v.thread_id, v.checkpoint_ns, NULL::text AS checkpoint_id,
        v.channel AS a, v.version AS b, NULL::text AS c, NULL::int AS n, v.type, v.value
-FROM unnest(%(v_threads)s::text[], %(v_namespaces)s::text[], %(v_channels)s::text[],
-            %(v_versions)s::text[]) AS k(thread_id, checkpoint_ns, channel, version)
+FROM unnest(%(v_threads)b::text[], %(v_namespaces)b::text[], %(v_channels)b::text[],
+            %(v_versions)b::text[]) AS k(thread_id, checkpoint_ns, channel, version)
 JOIN {s}.channel_values v
   ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
  AND v.channel = k.channel AND v.version = k.version
 UNION ALL
 SELECT 'w', w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel,
        w.task_path, w.idx, w.type, w.value
-FROM unnest(%(w_threads)s::text[], %(w_namespaces)s::text[], %(w_checkpoints)s::text[])
+FROM unnest(%(w_threads)b::text[], %(w_namespaces)b::text[], %(w_checkpoints)b::text[])
     AS k(thread_id, checkpoint_ns, checkpoint_id)
 JOIN {s}.checkpoint_writes w
   ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns
