@@ -58,10 +58,12 @@ class HistoryScan:
         wheres: list[str] = []
         self.params: dict[str, Any] = {}
         self.single_lane = False  # one (thread, namespace): the key order is checkpoint_id alone
+        self.one_thread = False  # one thread, every namespace: an index on (thread_id, checkpoint_id)
         if config is not None:
             key = parse_config(config)
             wheres.append("thread_id = %(thread_id)s")
             self.params["thread_id"] = key.thread_id
+            self.one_thread = True
             if config["configurable"].get("checkpoint_ns") is not None:
                 wheres.append("checkpoint_ns = %(checkpoint_ns)s")
                 self.params["checkpoint_ns"] = key.checkpoint_ns
@@ -85,6 +87,13 @@ class HistoryScan:
         if self.cursor is not None:
             if self.single_lane:
                 wheres.append("checkpoint_id < %(cursor_id)s")
+            elif self.one_thread:
+                # The first term bounds the index scan; the row comparison breaks ties
+                # between namespaces that share a checkpoint id.
+                wheres.append(
+                    "checkpoint_id <= %(cursor_id)s AND "
+                    "(checkpoint_id, checkpoint_ns) < (%(cursor_id)s, %(cursor_ns)s)"
+                )
             else:
                 wheres.append(
                     "(checkpoint_id, thread_id, checkpoint_ns) < "
