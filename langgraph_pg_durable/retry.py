@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg_pool import PoolClosed
 
 from .errors import DatabaseUnavailableError
 
@@ -42,8 +43,11 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)):
         return True
     # OperationalError covers connection loss, admin shutdown, "cannot connect now",
-    # too many connections, and the pool's timeout while the server is away.
-    return isinstance(exc, psycopg.OperationalError) and not isinstance(exc, pg_errors.QueryCanceled)
+    # too many connections, and the pool's timeout while the server is away. A closed
+    # pool is the caller's doing and stays closed: waiting out the deadline helps nobody.
+    return isinstance(exc, psycopg.OperationalError) and not isinstance(
+        exc, (pg_errors.QueryCanceled, PoolClosed)
+    )
 
 
 class Attempts:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 from psycopg import errors as pg_errors
+from psycopg_pool import PoolClosed
 
 from langgraph_pg_durable import DatabaseUnavailableError, RetryPolicy
 from langgraph_pg_durable.retry import Attempts, is_transient
@@ -29,6 +30,7 @@ def test_versions_increase_and_accept_the_framework_defaults() -> None:
         (pg_errors.AdminShutdown("x"), True),
         (psycopg.OperationalError("connection lost"), True),
         (pg_errors.QueryCanceled("statement timeout"), False),
+        (PoolClosed("the pool 'langgraph-pg-durable' is already closed"), False),
         (pg_errors.UniqueViolation("x"), False),
         (ValueError("x"), False),
     ],
