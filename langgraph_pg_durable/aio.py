@@ -14,7 +14,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from . import schema as schema_sql
-from .core import Query, SaverCore
+from .core import Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError
 from .retry import Attempts, RetryPolicy
 from .schema import DEFAULT_SCHEMA, quote_schema
@@ -122,7 +122,7 @@ class AsyncDurablePostgresSaver(SaverCore):
                     async with conn.transaction():
                         await cur.execute(query.sql, query.params)
             # Leaving the pipeline synced it: the results are here.
-            return await cur.fetchall() if cur.description is not None else []
+            return await cur.fetchall() if has_rows(cur) else []
 
     # -- schema -----------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from langchain_core.runnables import RunnableConfig
+from psycopg import pq
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -35,6 +36,13 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 def _no_rows(_rows: Sequence[Any]) -> None:
     return None
+
+
+def has_rows(cursor: Any) -> bool:
+    """Whether a statement returned rows; unlike `cursor.description`, builds no Column objects
+    (those cost ~75 µs of a 0.3 ms get_tuple)."""
+    result = cursor.pgresult
+    return result is not None and result.status == pq.ExecStatus.TUPLES_OK
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from . import schema as schema_sql
-from .core import Query, SaverCore
+from .core import Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError
 from .retry import Attempts, RetryPolicy
 from .schema import DEFAULT_SCHEMA, quote_schema
@@ -119,7 +119,7 @@ class DurablePostgresSaver(SaverCore):
                     with conn.transaction():
                         cur.execute(query.sql, query.params)
             # Leaving the pipeline synced it: the results are here.
-            return cur.fetchall() if cur.description is not None else []
+            return cur.fetchall() if has_rows(cur) else []
 
     # -- schema -----------------------------------------------------------------------
 
