@@ -14,6 +14,8 @@ from pathlib import Path
 from . import concurrency, history, per_step, report, round_trips
 from .env import bench_env
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -32,7 +34,7 @@ class Scale:
 
 FULL = Scale(
     w1_steps=200, w1_reps=5, w2_steps=100, w2_reps=3, w3_turns=100,
-    w3_reps={"get_state": 50, "full_history": 7, "first_10_limit": 50, "first_10_break": 7,
+    w3_reps={"get_state": 200, "full_history": 7, "first_10_limit": 50, "first_10_break": 7,
              "filter_1pct": 30, "list_full": 7, "list_first_10_break": 15},
     w4_threads=50, w4_steps=20, w4_workers=8, w4_reps=3, w5_steps=20,
 )
@@ -50,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="CI smoke mode: small workloads, checks every saver completes each one")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results",
                         help="directory for results.md, results.json and the chart (default: %(default)s)")
+    parser.add_argument("--publish", action="store_true",
+                        help="also write the report into README.md's Benchmarks section and the chart "
+                             "into docs/benchmarks/ (for a full run that should be published)")
     args = parser.parse_args(argv)
     try:
         import matplotlib  # noqa: F401 - fail now, not after the run
@@ -91,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     markdown = report.write(results, args.out)
     log(f"wrote {args.out}/results.md, results.json, w1_time_per_step.png")
+    if args.publish:
+        readme = report.publish(results, args.out, REPO_ROOT)
+        log(f"published into {readme}")
     print(markdown)
     return 0
 

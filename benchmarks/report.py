@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,32 @@ def write(results: dict[str, Any], out: Path) -> str:
     (out / "results.md").write_text(markdown)
     chart(results["w1"], out / "w1_time_per_step.png")
     return markdown
+
+
+README_START = "<!-- benchmarks:start (written by `python -m benchmarks --publish`) -->"
+README_END = "<!-- benchmarks:end -->"
+
+
+def publish(results: dict[str, Any], out: Path, repo: Path) -> Path:
+    """Put the report between README's markers (dated, headings shifted down) and the chart in docs/."""
+    docs = repo / "docs" / "benchmarks"
+    docs.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(out / "w1_time_per_step.png", docs / "w1_time_per_step.png")
+    (docs / "results.json").write_text(json.dumps(results, indent=1))
+    body = render(results).split("\n", 1)[1]  # the README has its own heading
+    body = re.sub(r"^## ", "### ", body, flags=re.M)
+    body = body.replace("Chart: `w1_time_per_step.png` (median of the runs at each step).",
+                        "![W1: time per super-step along the thread](docs/benchmarks/w1_time_per_step.png)")
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    section = f"{README_START}\nRun of {stamp}; raw figures in `docs/benchmarks/results.json`.\n{body.strip()}\n{README_END}"
+    readme = repo / "README.md"
+    text = readme.read_text()
+    if README_START in text:
+        text = text[: text.index(README_START)] + section + text[text.index(README_END) + len(README_END):]
+    else:
+        raise ValueError(f"{readme} has no {README_START!r} marker to publish into")
+    readme.write_text(text)
+    return readme
 
 
 # -- formatting --------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from .arrays import TextArray
 from .rows import (
     CheckpointRow,
     WriteRow,
@@ -126,15 +127,17 @@ class HistoryScan:
 
     def details_params(self, page: Sequence[CheckpointRow]) -> dict[str, Any]:
         wanted = {k for row in page for k in row.value_keys if k not in self.values}
-        v_threads, v_namespaces, v_channels, v_versions = (list(c) for c in zip(*wanted)) if wanted else ([], [], [], [])
+        v_threads, v_namespaces, v_channels, v_versions = (
+            (TextArray(c) for c in zip(*wanted)) if wanted else (TextArray() for _ in range(4))
+        )
         return {
             "v_threads": v_threads,
             "v_namespaces": v_namespaces,
             "v_channels": v_channels,
             "v_versions": v_versions,
-            "w_threads": [r.thread_id for r in page],
-            "w_namespaces": [r.checkpoint_ns for r in page],
-            "w_checkpoints": [r.checkpoint_id for r in page],
+            "w_threads": TextArray(r.thread_id for r in page),
+            "w_namespaces": TextArray(r.checkpoint_ns for r in page),
+            "w_checkpoints": TextArray(r.checkpoint_id for r in page),
         }
 
     def tuples(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[CheckpointTuple]:

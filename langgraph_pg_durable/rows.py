@@ -26,6 +26,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from .arrays import ByteaArray, Int4Array, TextArray
 from .errors import ConfigError, SerializationError
 
 # Our marker for a metadata value kept in `metadata_exact`: "<serde type>:<payload>".
@@ -268,14 +269,14 @@ def put_params(
         "step": step if isinstance(step, int) and not isinstance(step, bool) and -(2**31) <= step < 2**31 else None,
         "source": source.replace("\x00", "") if isinstance(source, str) else None,
         "checkpoint": body_json,
-        "value_channels": [require_text(ch, "channel") for ch, _ in held],
-        "value_versions": [str(version) for _, version in held],
+        "value_channels": TextArray(require_text(ch, "channel") for ch, _ in held),
+        "value_versions": TextArray(str(version) for _, version in held),
         "metadata": metadata_json,
         "metadata_exact": metadata_exact,
-        "channels": channels,
-        "versions": versions,
-        "types": types,
-        "values": blobs,
+        "channels": TextArray(channels),
+        "versions": TextArray(versions),
+        "types": TextArray(types),
+        "values": ByteaArray(blobs),
     }
     return params, key.config(checkpoint_id)
 
@@ -303,10 +304,10 @@ def put_writes_params(
         "checkpoint_id": key.checkpoint_id,
         "task_id": require_text(task_id, "task_id"),
         "task_path": require_text(task_path or "", "task_path"),
-        "idx": idx,
-        "channels": channels,
-        "types": types,
-        "values": blobs,
+        "idx": Int4Array(idx),
+        "channels": TextArray(channels),
+        "types": TextArray(types),
+        "values": ByteaArray(blobs),
     }
     replace = bool(writes) and all(channel in WRITES_IDX_MAP for channel, _ in writes)
     return params, replace
