@@ -1,4 +1,4 @@
-"""Session fixtures: one real PostgreSQL server, and a fresh schema per test."""
+"""Session fixtures: real PostgreSQL and S3 servers; a fresh schema and key prefix per test."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from psycopg import sql
 
 from pg_server import PgServer, start_pg_server
+from s3_server import S3Server, start_s3_server
 
 # Let the tests import the package from a plain checkout (no `pip install -e .` needed).
 _REPO_ROOT = str(Path(__file__).resolve().parent.parent)
@@ -41,3 +42,19 @@ def schema_name(pg_dsn: str) -> Iterator[str]:
     yield name
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """The session's S3-compatible server (SeaweedFS ``weed mini``); stopped at the end."""
+    server = start_s3_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_prefix() -> str:
+    """A unique key prefix in the session bucket, so tests never see each other's objects."""
+    return f"t-{uuid.uuid4().hex[:12]}"
