@@ -5,6 +5,8 @@ from .errors import (
     ConfigError,
     DatabaseUnavailableError,
     DurableCheckpointError,
+    ObjectIntegrityError,
+    ObjectStoreError,
     SchemaVersionError,
     SerializationError,
 )
@@ -17,6 +19,8 @@ __all__ = [
     "DatabaseUnavailableError",
     "DurableCheckpointError",
     "DurablePostgresSaver",
+    "ObjectIntegrityError",
+    "ObjectStoreError",
     "RetryPolicy",
     "SchemaVersionError",
     "SerializationError",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -14,7 +15,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from . import schema as schema_sql
-from .core import Query, SaverCore, has_rows
+from .core import GC_BATCH, Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError
 from .retry import Attempts, RetryPolicy
 from .schema import DEFAULT_SCHEMA, quote_schema
@@ -37,8 +38,11 @@ class AsyncDurablePostgresSaver(SaverCore):
         schema: str = DEFAULT_SCHEMA,
         serde: SerializerProtocol | None = None,
         retry: RetryPolicy | None = None,
+        **objects: Any,
     ) -> None:
-        super().__init__(schema=schema, serde=serde, retry=retry)
+        """`objects`: object_store, object_store_options, offload_threshold, object_prefix,
+        object_cache_bytes, object_reuse_window (see `SaverCore`)."""
+        super().__init__(schema=schema, serde=serde, retry=retry, **objects)
         self.conn = conn
         self.is_pool = isinstance(conn, AsyncConnectionPool)
         self._lock = asyncio.Lock()
@@ -60,6 +64,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         max_size: int = 10,
         prepare_threshold: int | None = 5,
         timeout: float = 30.0,
+        **objects: Any,
     ) -> AsyncIterator[AsyncDurablePostgresSaver]:
         """A saver on its own connection pool, closed on exit.
 
@@ -77,7 +82,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         )
         await pool.open(wait=True, timeout=timeout)
         try:
-            yield cls(pool, schema=schema, serde=serde, retry=retry)
+            yield cls(pool, schema=schema, serde=serde, retry=retry, **objects)
         finally:
             await pool.close()
 
@@ -93,13 +98,16 @@ class AsyncDurablePostgresSaver(SaverCore):
                 yield self.conn  # type: ignore[misc]
 
     async def _execute(self, query: Query[T]) -> T:
-        """Send one statement (one round trip), retrying transient errors."""
+        """Store the objects the statement references, send it (one round trip, transient
+        errors retried), then fetch and verify the objects its rows reference."""
+        if query.uploads:
+            await self.objects.astore_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
         attempts = Attempts(self.retry, query.operation)
         while True:
             try:
                 async with self._connection() as conn:
                     fetched = await self._send(conn, query)
-                return query.decode(fetched)
+                break
             except Exception as exc:
                 if not self.is_pool and self.conn.closed:  # type: ignore[union-attr]
                     raise DatabaseUnavailableError(
@@ -110,6 +118,9 @@ class AsyncDurablePostgresSaver(SaverCore):
                 if self.is_pool:
                     await self.conn.check()  # type: ignore[union-attr]  # drop the other dead connections
                 await asyncio.sleep(delay)
+        wanted = self._wanted_objects(query, fetched)
+        payloads = await self.objects.afetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
+        return query.decode(self._attach_objects(query, fetched, payloads))
 
     @staticmethod
     async def _send(conn: AsyncConnection, query: Query[Any]) -> list[Any]:
@@ -267,3 +278,26 @@ class AsyncDurablePostgresSaver(SaverCore):
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         return self._on_loop(self.aprune(thread_ids, strategy=strategy))
+
+    async def agc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
+        """Delete the objects no row references that were last written over `grace_period` ago.
+
+        An object a row of any thread references is never deleted; the grace period spares
+        uploads whose rows are not committed yet. Returns how many objects were deleted.
+        """
+        cutoff = self._gc_cutoff(grace_period)
+        objects = self.objects
+        assert objects is not None
+        candidates = await objects.alist_garbage_candidates(self.placement.prefix, cutoff)
+        unreferenced: list[str] = []
+        for start in range(0, len(candidates), GC_BATCH):
+            batch = candidates[start : start + GC_BATCH]
+            held = await self._execute(self._referenced_objects_query(batch))
+            unreferenced += [key for key in batch if key not in held]
+        # A put may have rewritten an unreferenced object since the listing, to reference it again.
+        doomed = await objects.astill_old(unreferenced, cutoff)
+        await objects.adelete(doomed)
+        return len(doomed)
+
+    def gc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
+        return self._on_loop(self.agc(grace_period=grace_period))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -24,7 +25,10 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from . import rows
 from .errors import ConfigError
 from .history import HistoryScan
+from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, gc_cutoff, open_store
+from .offload import DEFAULT_THRESHOLD, ObjectRef, Placement, Upload, attach
 from .retry import RetryPolicy
+from .arrays import TextArray
 from .rows import CheckpointRow
 from .schema import DEFAULT_SCHEMA, quote_schema
 from .sql import Statements
@@ -32,6 +36,7 @@ from .sql import Statements
 T = TypeVar("T")
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+GC_BATCH = 1000  # object keys checked against the tables per statement
 
 
 def _no_rows(_rows: Sequence[Any]) -> None:
@@ -47,12 +52,21 @@ def has_rows(cursor: Any) -> bool:
 
 @dataclass(frozen=True)
 class Query(Generic[T]):
-    """One statement to send, what it is for (for errors), and how to read its rows."""
+    """One statement to send, what it is for (for errors), and how to read its rows.
+
+    `uploads` are stored and confirmed before the statement is sent; `references`
+    names the objects its rows point to, fetched and verified before `decode`.
+    """
 
     operation: str
     sql: str
     params: Mapping[str, Any]
     decode: Callable[[Sequence[Any]], T] = _no_rows  # type: ignore[assignment]
+    uploads: Sequence[Upload] = ()
+    references: Callable[[Sequence[Any]], list[tuple[ObjectRef, str]]] | None = None
+    # Payloads the previous statement of the same call fetched (list() pages): kept
+    # across pages so that a value and the write that produced it cost one GET.
+    memo: dict[str, bytes] | None = None
 
 
 class SaverCore(BaseCheckpointSaver[str]):
@@ -64,9 +78,28 @@ class SaverCore(BaseCheckpointSaver[str]):
         schema: str = DEFAULT_SCHEMA,
         serde: SerializerProtocol | None = None,
         retry: RetryPolicy | None = None,
+        object_store: Any = None,
+        object_store_options: Mapping[str, Any] | None = None,
+        offload_threshold: int = DEFAULT_THRESHOLD,
+        object_prefix: str | None = None,
+        object_cache_bytes: int = DEFAULT_CACHE_BYTES,
+        object_reuse_window: timedelta = DEFAULT_REUSE_WINDOW,
     ) -> None:
         super().__init__(serde=serde)
         quote_schema(schema)  # refuse a bad name before any I/O
+        if not isinstance(offload_threshold, int) or offload_threshold < 0:
+            raise ConfigError(f"offload_threshold must be a whole number of bytes >= 0, got {offload_threshold!r}")
+        store = open_store(object_store, object_store_options)
+        self.objects = (
+            ObjectStorage(store, cache_bytes=object_cache_bytes, reuse_window=object_reuse_window)
+            if store is not None else None
+        )
+        # One prefix per schema by default: gc() treats every object under it as its own.
+        self.placement = Placement(
+            threshold=offload_threshold,
+            prefix=object_prefix if object_prefix is not None else f"{schema}/objects",
+            enabled=self.objects is not None,
+        )
         self.schema = schema
         self.sql = Statements(schema)
         self.retry = retry or RetryPolicy()
@@ -88,9 +121,11 @@ class SaverCore(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Query[RunnableConfig]:
-        params, next_config = rows.put_params(self.serde, config, checkpoint, metadata, new_versions)
+        params, next_config, uploads = rows.put_params(
+            self.serde, config, checkpoint, metadata, new_versions, self.placement
+        )
         where = f"put of checkpoint {params['checkpoint_id']!r} on thread {params['thread_id']!r}"
-        return Query(where, self._put_sql, params, lambda _rows: next_config)
+        return Query(where, self._put_sql, params, lambda _rows: next_config, uploads)
 
     def _put_writes_query(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
@@ -98,9 +133,11 @@ class SaverCore(BaseCheckpointSaver[str]):
         if not writes:
             rows.parse_config(config, need_checkpoint_id=True)
             return None
-        params, replace = rows.put_writes_params(self.serde, config, writes, task_id, task_path)
+        params, replace, uploads = rows.put_writes_params(
+            self.serde, config, writes, task_id, task_path, self.placement
+        )
         where = f"put_writes of task {task_id!r} on thread {params['thread_id']!r}"
-        return Query(where, self._writes_sql[replace], params)
+        return Query(where, self._writes_sql[replace], params, uploads=uploads)
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = rows.parse_config(config)
@@ -109,6 +146,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             self._get_sql[key.checkpoint_id is not None],
             rows.get_tuple_params(key),
             lambda fetched: rows.tuple_from_union(self.serde, key, fetched),
+            references=lambda fetched: rows.get_tuple_references(key, fetched),
         )
 
     def _history_scan(
@@ -124,7 +162,54 @@ class SaverCore(BaseCheckpointSaver[str]):
         return Query("list", self.sql.list_page(scan.page_where()), scan.page_params(), scan.take_page)
 
     def _details_query(self, scan: HistoryScan, page: list[CheckpointRow]) -> Query[list[CheckpointTuple]]:
-        return Query("list", self._details_sql, scan.details_params(page), lambda fetched: scan.tuples(page, fetched))
+        return Query(
+            "list",
+            self._details_sql,
+            scan.details_params(page),
+            lambda fetched: scan.tuples(page, fetched),
+            references=lambda fetched: scan.references(page, fetched),
+            memo=scan.payloads,
+        )
+
+    # -- objects -------------------------------------------------------------------------
+
+    def _wanted_objects(self, query: Query[Any], fetched: Sequence[Any]) -> list[tuple[ObjectRef, str]]:
+        """The objects a result references that the call has not fetched yet; refuses when
+        this saver has no store to read them from."""
+        if query.references is None:
+            return []
+        wanted = query.references(fetched)
+        if wanted and self.objects is None:
+            ref, where = wanted[0]
+            raise ConfigError(
+                f"{where}: the value is stored in an object store (key {ref.key!r}), "
+                "but this saver has no object_store configured"
+            )
+        memo = query.memo or {}
+        return [(ref, where) for ref, where in wanted if ref.key not in memo]
+
+    def _attach_objects(self, query: Query[Any], fetched: Sequence[Any], payloads: Mapping[str, bytes]) -> list[Any]:
+        """The rows with their objects' bytes in place; remembers this statement's payloads."""
+        if query.references is None:
+            return list(fetched)
+        if query.memo is not None:
+            payloads = {**query.memo, **payloads}
+            query.memo.clear()
+            query.memo.update(payloads)
+        return attach(fetched, payloads)
+
+    def _referenced_objects_query(self, keys: Sequence[str]) -> Query[set[str]]:
+        return Query(
+            "gc",
+            self.sql.referenced_objects(),
+            {"keys": TextArray(keys)},
+            lambda fetched: {row[0] for row in fetched},
+        )
+
+    def _gc_cutoff(self, grace_period: timedelta) -> Any:
+        if self.objects is None:
+            raise ConfigError("gc() collects objects, but this saver has no object_store configured")
+        return gc_cutoff(grace_period, self.objects.reuse_window)
 
     def _delete_threads_query(self, thread_ids: Sequence[str]) -> Query[None]:
         ids = [rows.require_text(t, "thread_id") for t in thread_ids]

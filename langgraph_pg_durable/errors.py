@@ -21,3 +21,15 @@ class SchemaVersionError(DurableCheckpointError):
 
 class DatabaseUnavailableError(DurableCheckpointError):
     """Transient database errors persisted past the retry deadline."""
+
+
+class ObjectStoreError(DurableCheckpointError):
+    """The object store failed or refused a request (unreachable, bad credentials, no bucket).
+
+    Raised before the row that would reference the object is written, so nothing
+    stored points at an object that was not confirmed.
+    """
+
+
+class ObjectIntegrityError(DurableCheckpointError):
+    """An offloaded value is missing from the object store, or its bytes do not match its SHA-256."""

@@ -16,6 +16,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .arrays import TextArray
+from .offload import ObjectRef, references
 from .rows import (
     CheckpointRow,
     WriteRow,
@@ -54,6 +55,7 @@ class HistoryScan:
         self.cursor: tuple[str, str, str] | None = None
         self.done = limit is not None and limit <= 0
         self.values: dict[ValueKey, Any] = {}
+        self.payloads: dict[str, bytes] = {}  # offloaded bytes of the last page, by object key
         self._requested = 0
 
         wheres: list[str] = []
@@ -139,6 +141,23 @@ class HistoryScan:
             "w_namespaces": TextArray(r.checkpoint_ns for r in page),
             "w_checkpoints": TextArray(r.checkpoint_id for r in page),
         }
+
+    def references(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[tuple[ObjectRef, str]]:
+        """The objects the page's details reference, each with what it is for errors."""
+        found = references(detail_rows)
+        if not found:
+            return []
+        holder = {k: row.checkpoint_id for row in reversed(page) for k in row.value_keys}
+        out = []
+        for i, ref in found:
+            part, thread_id, ns, checkpoint_id, a, b = detail_rows[i][:6]
+            if part == "v":
+                checkpoint_id = holder.get((thread_id, ns, a, b))
+                what = f"channel {a!r} (version {b!r})"
+            else:
+                what = f"pending write of task {a!r} to channel {b!r}"
+            out.append((ref, f"thread {thread_id!r}, checkpoint {checkpoint_id!r}, {what}"))
+        return out
 
     def tuples(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[CheckpointTuple]:
         """The page's CheckpointTuples, decoding each value once per scan."""

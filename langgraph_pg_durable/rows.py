@@ -26,8 +26,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from .arrays import ByteaArray, Int4Array, TextArray
+from .arrays import ByteaArray, Int4Array, Int8Array, TextArray
 from .errors import ConfigError, SerializationError
+from .offload import ObjectRef, Placement, Upload, references
 
 # Our marker for a metadata value kept in `metadata_exact`: "<serde type>:<payload>".
 _EXACT_SEPARATOR = b":"
@@ -226,22 +227,30 @@ def put_params(
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
-) -> tuple[dict[str, Any], RunnableConfig]:
-    """Parameters of `Statements.put`, and the config that `put` returns."""
+    placement: Placement,
+) -> tuple[dict[str, Any], RunnableConfig, list[Upload]]:
+    """Parameters of `Statements.put`, the config that `put` returns, the objects to store first."""
     key = parse_config(config)
     checkpoint_id = require_text(checkpoint["id"], "checkpoint id")
     where = f"thread {key.thread_id!r}, checkpoint {checkpoint_id!r}"
     values = checkpoint["channel_values"]
 
     channels, versions, types, blobs = [], [], [], []
+    refs: list[ObjectRef | None] = []
+    uploads: list[Upload] = []
     for channel, version in new_versions.items():
         if channel not in values:
             continue
         type_, data = dump_value(serde, values[channel], channel=channel, where=where)
+        what = f"{where}, channel {channel!r}"
+        inline, ref = placement.place(data, where=f"the value of {what}")
         channels.append(require_text(channel, "channel"))
         versions.append(require_text(version, f"version of channel {channel!r}"))
         types.append(type_)
-        blobs.append(data)
+        blobs.append(inline)
+        refs.append(ref)
+        if ref is not None:
+            uploads.append(Upload(ref, data, f"put of {what}"))
 
     held = [(ch, checkpoint["channel_versions"].get(ch)) for ch in values]
     missing = [ch for ch, version in held if version is None]
@@ -277,8 +286,9 @@ def put_params(
         "versions": TextArray(versions),
         "types": TextArray(types),
         "values": ByteaArray(blobs),
+        **_ref_params(refs),
     }
-    return params, key.config(checkpoint_id)
+    return params, key.config(checkpoint_id), uploads
 
 
 def put_writes_params(
@@ -287,17 +297,25 @@ def put_writes_params(
     writes: Sequence[tuple[str, Any]],
     task_id: str,
     task_path: str,
-) -> tuple[dict[str, Any], bool]:
-    """Parameters of `Statements.put_writes`, and whether the writes replace (special channels)."""
+    placement: Placement,
+) -> tuple[dict[str, Any], bool, list[Upload]]:
+    """Parameters of `Statements.put_writes`, whether they replace (special channels), objects to store."""
     key = parse_config(config, need_checkpoint_id=True)
     where = f"thread {key.thread_id!r}, checkpoint {key.checkpoint_id!r}, task {task_id!r}"
     idx, channels, types, blobs = [], [], [], []
+    refs: list[ObjectRef | None] = []
+    uploads: list[Upload] = []
     for i, (channel, value) in enumerate(writes):
         type_, data = dump_value(serde, value, channel=channel, where=where)
+        what = f"{where}, write to channel {channel!r}"
+        inline, ref = placement.place(data, where=f"the value of {what}")
         idx.append(WRITES_IDX_MAP.get(channel, i))
         channels.append(require_text(channel, "channel"))
         types.append(type_)
-        blobs.append(data)
+        blobs.append(inline)
+        refs.append(ref)
+        if ref is not None:
+            uploads.append(Upload(ref, data, f"put_writes of {what}"))
     params = {
         "thread_id": key.thread_id,
         "checkpoint_ns": key.checkpoint_ns,
@@ -308,9 +326,19 @@ def put_writes_params(
         "channels": TextArray(channels),
         "types": TextArray(types),
         "values": ByteaArray(blobs),
+        **_ref_params(refs),
     }
     replace = bool(writes) and all(channel in WRITES_IDX_MAP for channel, _ in writes)
-    return params, replace
+    return params, replace, uploads
+
+
+def _ref_params(refs: Sequence[ObjectRef | None]) -> dict[str, Any]:
+    """The object-reference columns, aligned with the values (NULL where a value is inline)."""
+    return {
+        "object_keys": TextArray(r.key if r else None for r in refs),
+        "object_shas": TextArray(r.sha256 if r else None for r in refs),
+        "object_sizes": Int8Array(r.size if r else None for r in refs),
+    }
 
 
 # -- reads ----------------------------------------------------------------------------
@@ -382,6 +410,17 @@ def get_tuple_params(key: CheckpointKey) -> dict[str, Any]:
         "checkpoint_ns": key.checkpoint_ns,
         "checkpoint_id": key.checkpoint_id,
     }
+
+
+def get_tuple_references(key: CheckpointKey, rows: Sequence[Sequence[Any]]) -> list[tuple[ObjectRef, str]]:
+    """The objects a `Statements.get_tuple` result references, each with what it is for errors."""
+    checkpoint_id = next((row[1] for row in rows if row[0] == "c"), key.checkpoint_id)
+    out = []
+    for i, ref in references(rows):
+        part, a, b = rows[i][:3]
+        what = f"channel {a!r} (version {b!r})" if part == "v" else f"pending write of task {a!r} to channel {b!r}"
+        out.append((ref, f"thread {key.thread_id!r}, checkpoint {checkpoint_id!r}, {what}"))
+    return out
 
 
 def tuple_from_union(serde: SerializerProtocol, key: CheckpointKey, rows: Sequence[Sequence[Any]]) -> CheckpointTuple | None:

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -15,7 +16,7 @@ from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from . import schema as schema_sql
-from .core import Query, SaverCore, has_rows
+from .core import GC_BATCH, Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError
 from .retry import Attempts, RetryPolicy
 from .schema import DEFAULT_SCHEMA, quote_schema
@@ -37,8 +38,11 @@ class DurablePostgresSaver(SaverCore):
         schema: str = DEFAULT_SCHEMA,
         serde: SerializerProtocol | None = None,
         retry: RetryPolicy | None = None,
+        **objects: Any,
     ) -> None:
-        super().__init__(schema=schema, serde=serde, retry=retry)
+        """`objects`: object_store, object_store_options, offload_threshold, object_prefix,
+        object_cache_bytes, object_reuse_window (see `SaverCore`)."""
+        super().__init__(schema=schema, serde=serde, retry=retry, **objects)
         self.conn = conn
         self.is_pool = isinstance(conn, ConnectionPool)
         # A single connection runs one statement at a time; a pool needs no lock.
@@ -57,6 +61,7 @@ class DurablePostgresSaver(SaverCore):
         max_size: int = 10,
         prepare_threshold: int | None = 5,
         timeout: float = 30.0,
+        **objects: Any,
     ) -> Iterator[DurablePostgresSaver]:
         """A saver on its own connection pool, closed on exit.
 
@@ -74,7 +79,7 @@ class DurablePostgresSaver(SaverCore):
         )
         pool.open(wait=True, timeout=timeout)
         try:
-            yield cls(pool, schema=schema, serde=serde, retry=retry)
+            yield cls(pool, schema=schema, serde=serde, retry=retry, **objects)
         finally:
             pool.close()
 
@@ -90,13 +95,16 @@ class DurablePostgresSaver(SaverCore):
                 yield self.conn  # type: ignore[misc]
 
     def _execute(self, query: Query[T]) -> T:
-        """Send one statement (one round trip), retrying transient errors."""
+        """Store the objects the statement references, send it (one round trip, transient
+        errors retried), then fetch and verify the objects its rows reference."""
+        if query.uploads:
+            self.objects.store_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
         attempts = Attempts(self.retry, query.operation)
         while True:
             try:
                 with self._connection() as conn:
                     fetched = self._send(conn, query)
-                return query.decode(fetched)
+                break
             except Exception as exc:
                 if not self.is_pool and self.conn.closed:  # type: ignore[union-attr]
                     raise DatabaseUnavailableError(
@@ -107,6 +115,9 @@ class DurablePostgresSaver(SaverCore):
                 if self.is_pool:
                     self.conn.check()  # type: ignore[union-attr]  # drop the other dead connections
                 time.sleep(delay)
+        wanted = self._wanted_objects(query, fetched)
+        payloads = self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
+        return query.decode(self._attach_objects(query, fetched, payloads))
 
     @staticmethod
     def _send(conn: Connection, query: Query[Any]) -> list[Any]:
@@ -198,3 +209,23 @@ class DurablePostgresSaver(SaverCore):
         query = self._prune_query(thread_ids, strategy)
         if thread_ids:
             self._execute(query)
+
+    def gc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
+        """Delete the objects no row references that were last written over `grace_period` ago.
+
+        An object a row of any thread references is never deleted; the grace period spares
+        uploads whose rows are not committed yet. Returns how many objects were deleted.
+        """
+        cutoff = self._gc_cutoff(grace_period)
+        objects = self.objects
+        assert objects is not None
+        candidates = objects.list_garbage_candidates(self.placement.prefix, cutoff)
+        unreferenced: list[str] = []
+        for start in range(0, len(candidates), GC_BATCH):
+            batch = candidates[start : start + GC_BATCH]
+            held = self._execute(self._referenced_objects_query(batch))
+            unreferenced += [key for key in batch if key not in held]
+        # A put may have rewritten an unreferenced object since the listing, to reference it again.
+        doomed = objects.still_old(unreferenced, cutoff)
+        objects.delete(doomed)
+        return len(doomed)

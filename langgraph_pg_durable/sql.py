@@ -36,10 +36,13 @@ class Statements:
         s = self.q
         return f"""
 WITH stored_values AS (
-    INSERT INTO {s}.channel_values (thread_id, checkpoint_ns, channel, version, type, value)
-    SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value
-    FROM unnest(%(channels)b::text[], %(versions)b::text[], %(types)b::text[], %(values)b::bytea[])
-        AS v(channel, version, type, value)
+    INSERT INTO {s}.channel_values (
+        thread_id, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value,
+           v.object_key, v.object_sha256, v.object_size
+    FROM unnest(%(channels)b::text[], %(versions)b::text[], %(types)b::text[], %(values)b::bytea[],
+                %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[])
+        AS v(channel, version, type, value, object_key, object_sha256, object_size)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
 )
 INSERT INTO {s}.checkpoints (
@@ -64,17 +67,20 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
         """Insert a task's writes; `replace` (special channels only) overwrites a retry's rows."""
         conflict = (
             "DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, "
-            "value = EXCLUDED.value, task_path = EXCLUDED.task_path"
+            "value = EXCLUDED.value, task_path = EXCLUDED.task_path, object_key = EXCLUDED.object_key, "
+            "object_sha256 = EXCLUDED.object_sha256, object_size = EXCLUDED.object_size"
             if replace
             else "DO NOTHING"
         )
         return f"""
 INSERT INTO {self.q}.checkpoint_writes (
-    thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
+    thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value,
+    object_key, object_sha256, object_size)
 SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
-       w.idx, w.channel, w.type, w.value
-FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b::bytea[])
-    AS w(idx, channel, type, value)
+       w.idx, w.channel, w.type, w.value, w.object_key, w.object_sha256, w.object_size
+FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b::bytea[],
+            %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[])
+    AS w(idx, channel, type, value, object_key, object_sha256, object_size)
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"""
 
     # -- reads ----------------------------------------------------------------
@@ -93,10 +99,12 @@ WITH target AS MATERIALIZED (
 )
 SELECT 'c' AS part, t.checkpoint_id AS a, t.parent_checkpoint_id AS b, NULL::text AS c,
        NULL::int AS n, t.checkpoint AS doc, t.metadata AS meta, t.value_channels AS chs,
-       t.value_versions AS vers, NULL::text AS type, t.metadata_exact AS data
+       t.value_versions AS vers, NULL::text AS type, t.metadata_exact AS data,
+       NULL::text AS object_key, NULL::text AS object_sha256, NULL::bigint AS object_size
 FROM target t
 UNION ALL
-SELECT 'v', v.channel, v.version, NULL, NULL, NULL, NULL, NULL, NULL, v.type, v.value
+SELECT 'v', v.channel, v.version, NULL, NULL, NULL, NULL, NULL, NULL, v.type, v.value,
+       v.object_key, v.object_sha256, v.object_size
 -- The keys come from InitPlans over `target`, so each value is one primary-key probe
 -- whatever the statistics say; a `channel = ANY(...)` filter let the planner prefer a
 -- scan of the thread's values (1.3 ms instead of 0.05 ms on a 1,000-step thread).
@@ -106,7 +114,8 @@ JOIN {s}.channel_values v
   ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
  AND v.channel = k.channel AND v.version = k.version
 UNION ALL
-SELECT 'w', w.task_id, w.channel, w.task_path, w.idx, NULL, NULL, NULL, NULL, w.type, w.value
+SELECT 'w', w.task_id, w.channel, w.task_path, w.idx, NULL, NULL, NULL, NULL, w.type, w.value,
+       w.object_key, w.object_sha256, w.object_size
 FROM {s}.checkpoint_writes w
 WHERE w.thread_id = %(thread_id)s AND w.checkpoint_ns = %(checkpoint_ns)s
   AND w.checkpoint_id = (SELECT checkpoint_id FROM target)"""
@@ -125,7 +134,8 @@ LIMIT %(page_size)s"""
         s = self.q
         return f"""
 SELECT 'v' AS part, v.thread_id, v.checkpoint_ns, NULL::text AS checkpoint_id,
-       v.channel AS a, v.version AS b, NULL::text AS c, NULL::int AS n, v.type, v.value
+       v.channel AS a, v.version AS b, NULL::text AS c, NULL::int AS n, v.type, v.value,
+       v.object_key, v.object_sha256, v.object_size
 FROM unnest(%(v_threads)b::text[], %(v_namespaces)b::text[], %(v_channels)b::text[],
             %(v_versions)b::text[]) AS k(thread_id, checkpoint_ns, channel, version)
 JOIN {s}.channel_values v
@@ -133,12 +143,20 @@ JOIN {s}.channel_values v
  AND v.channel = k.channel AND v.version = k.version
 UNION ALL
 SELECT 'w', w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel,
-       w.task_path, w.idx, w.type, w.value
+       w.task_path, w.idx, w.type, w.value, w.object_key, w.object_sha256, w.object_size
 FROM unnest(%(w_threads)b::text[], %(w_namespaces)b::text[], %(w_checkpoints)b::text[])
     AS k(thread_id, checkpoint_ns, checkpoint_id)
 JOIN {s}.checkpoint_writes w
   ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns
  AND w.checkpoint_id = k.checkpoint_id"""
+
+    def referenced_objects(self) -> str:
+        """Which of the given object keys some row still references (for gc)."""
+        s = self.q
+        return f"""
+SELECT object_key FROM {s}.channel_values WHERE object_key = ANY(%(keys)b::text[])
+UNION
+SELECT object_key FROM {s}.checkpoint_writes WHERE object_key = ANY(%(keys)b::text[])"""
 
     # -- deletes and copies -----------------------------------------------------
 
@@ -211,14 +229,17 @@ WHERE v.thread_id = f.thread_id AND v.checkpoint_ns = f.checkpoint_ns
         s = self.q
         return f"""
 WITH copied_values AS (
-    INSERT INTO {s}.channel_values (thread_id, checkpoint_ns, channel, version, type, value)
-    SELECT %(target)s, checkpoint_ns, channel, version, type, value
+    INSERT INTO {s}.channel_values (
+        thread_id, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size)
+    SELECT %(target)s, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size
     FROM {s}.channel_values WHERE thread_id = %(source)s
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
 ), copied_writes AS (
     INSERT INTO {s}.checkpoint_writes (
-        thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value)
-    SELECT %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value
+        thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value,
+        object_key, object_sha256, object_size)
+    SELECT %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value,
+           object_key, object_sha256, object_size
     FROM {s}.checkpoint_writes WHERE thread_id = %(source)s
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
 )

@@ -98,3 +98,49 @@ async def test_sync_saver_on_one_connection_passes_every_group(
             yield SyncSaverAsAsync(saver)
 
     assert_every_group_passed(await validate(factory))
+
+
+# -- with every value offloaded to an object store (threshold 1 byte) ----------------------
+
+
+def _store(kind: str, request: pytest.FixtureRequest, tmp_path) -> tuple[str, dict]:
+    if kind == "s3":
+        s3 = request.getfixturevalue("s3_server")
+        return s3.url(request.getfixturevalue("s3_prefix")), s3.options()
+    if kind == "file":
+        return f"file://{tmp_path}/objects", {}
+    return "memory:///", {}
+
+
+@pytest.mark.parametrize("store", ["s3", "file", "memory"])
+async def test_async_saver_with_offload_passes_every_group(
+    pg_dsn: str, schema_name: str, store: str, request: pytest.FixtureRequest, tmp_path
+) -> None:
+    url, options = _store(store, request, tmp_path)
+
+    @checkpointer_test(name=f"AsyncDurablePostgresSaver(offload to {store})")
+    async def factory():
+        async with AsyncDurablePostgresSaver.from_conn_string(
+            pg_dsn, schema=schema_name, object_store=url, object_store_options=options, offload_threshold=1
+        ) as saver:
+            await saver.setup()
+            yield saver
+
+    assert_every_group_passed(await validate(factory))
+
+
+@pytest.mark.parametrize("store", ["s3", "file"])
+async def test_sync_saver_with_offload_passes_every_group(
+    pg_dsn: str, schema_name: str, store: str, request: pytest.FixtureRequest, tmp_path
+) -> None:
+    url, options = _store(store, request, tmp_path)
+
+    @checkpointer_test(name=f"DurablePostgresSaver(offload to {store})")
+    async def factory():
+        with DurablePostgresSaver.from_conn_string(
+            pg_dsn, schema=schema_name, object_store=url, object_store_options=options, offload_threshold=1
+        ) as saver:
+            saver.setup()
+            yield SyncSaverAsAsync(saver)
+
+    assert_every_group_passed(await validate(factory))

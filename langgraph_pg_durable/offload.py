@@ -1,0 +1,109 @@
+"""Sans-I/O placement of serialized values: inline in the row, or a content-addressed object.
+
+A value whose serialized form exceeds the threshold is stored once in the object store
+under a key derived from its SHA-256; the row keeps that key, the hash and the size.
+Read rows end with (object_key, object_sha256, object_size): `attach` swaps them for the
+fetched bytes so the row decoders see inline data either way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ObjectIntegrityError, SerializationError
+
+DEFAULT_THRESHOLD = 1 << 20  # 1 MiB
+# Without an object store a value stays inline; PostgreSQL caps a field (and the bytea[]
+# array a put sends) at 1 GB, and reading one back needs as much again in one piece.
+MAX_INLINE_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Where an offloaded value lives and what it must hash to."""
+
+    key: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Upload:
+    """An object a statement will reference: stored and confirmed before the statement runs."""
+
+    ref: ObjectRef
+    data: bytes
+    where: str
+
+
+@dataclass(frozen=True)
+class Placement:
+    """How a saver places values: `threshold` 0 keeps every value inline."""
+
+    threshold: int = DEFAULT_THRESHOLD
+    prefix: str = "objects"
+    enabled: bool = True  # False: no object store configured
+    max_inline: int = MAX_INLINE_BYTES
+
+    def place(self, data: bytes, *, where: str) -> tuple[bytes | None, ObjectRef | None]:
+        """(inline bytes, None) or (None, reference) for one serialized value."""
+        size = len(data)
+        if self.enabled and self.threshold > 0 and size > self.threshold:
+            sha = hashlib.sha256(data).hexdigest()
+            return None, ObjectRef(object_key(self.prefix, sha), sha, size)
+        if size > self.max_inline:
+            fix = (
+                f"set offload_threshold to at most {self.max_inline:,} (0 turns offload off)" if self.enabled
+                else "pass object_store= (e.g. 's3://bucket/prefix' or 'file:///path')"
+            )
+            raise SerializationError(
+                f"{where} serializes to {size:,} bytes; values over {self.max_inline:,} bytes "
+                f"cannot stay in a PostgreSQL row: {fix}"
+            )
+        return data, None
+
+
+def object_key(prefix: str, sha256: str) -> str:
+    """The content address of a payload: identical bytes share one object."""
+    return f"{prefix.strip('/')}/{sha256[:2]}/{sha256}" if prefix.strip("/") else f"{sha256[:2]}/{sha256}"
+
+
+def verify(ref: ObjectRef, data: bytes | None, where: str) -> bytes:
+    """The payload if it is the one the row references; else an error naming what is at fault."""
+    if data is None:
+        raise ObjectIntegrityError(f"{where}: object {ref.key!r} is missing from the object store")
+    if len(data) != ref.size or hashlib.sha256(data).hexdigest() != ref.sha256:
+        raise ObjectIntegrityError(
+            f"{where}: object {ref.key!r} does not match its reference "
+            f"({len(data):,} bytes, expected {ref.size:,} with SHA-256 {ref.sha256})"
+        )
+    return data
+
+
+# -- rows as read ------------------------------------------------------------------------
+
+REF_COLUMNS = 3  # every value-carrying read ends with object_key, object_sha256, object_size
+
+
+def references(rows: Sequence[Sequence[Any]]) -> list[tuple[int, ObjectRef]]:
+    """(row index, reference) of each fetched row whose value is offloaded."""
+    return [
+        (i, ObjectRef(row[-3], row[-2], row[-1]))
+        for i, row in enumerate(rows)
+        if row[-3] is not None
+    ]
+
+
+def attach(rows: Sequence[Sequence[Any]], payloads: Mapping[str, bytes]) -> list[tuple[Any, ...]]:
+    """Rows without their reference columns, each offloaded value replaced by its bytes."""
+    out = []
+    for row in rows:
+        key = row[-3]
+        if key is None:
+            out.append(tuple(row[:-REF_COLUMNS]))
+        else:
+            out.append((*row[:-REF_COLUMNS - 1], payloads[key]))
+    return out
