@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         for key, (name, run) in workloads.items():
             log(f"{key} {name}")
             results[key] = run()
-        server_version, server_kind = bench.server_version, bench.server.kind
+        server_version, server_kind, store_kind = bench.server_version, bench.server.kind, bench.store_kind
 
     results["meta"] = {
         "mode": "quick" if args.quick else "full",
@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         "scale": asdict(scale),
         "server_version": server_version,
         "server_kind": server_kind,
+        "object_store": store_kind,
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "versions": {p: version(p) for p in (

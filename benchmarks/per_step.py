@@ -11,7 +11,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from . import graphs
-from .env import KINDS, Bench
+from .env import KINDS, OURS_ON_DIR, Bench
 from .stats import alternate, summary
 
 WARMUP_STEPS = 8  # past psycopg's prepare threshold (5), so runs time prepared statements
@@ -22,16 +22,13 @@ def growing_state(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
 
 
 def large_value(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
-    result = _run(bench, "w2", graphs.large_value, {"blob": b"", "step": 0}, steps, reps)
-    for figures in result.values():
-        figures["object_store_bytes"] = None  # no object store yet: every value is inline
-    return result
+    return _run(bench, "w2", graphs.large_value, {"blob": b"", "step": 0}, steps, reps, (*KINDS, OURS_ON_DIR))
 
 
-def _run(bench: Bench, name: str, make_graph: Callable[..., Any], inputs: dict, steps: int, reps: int
-         ) -> dict[str, Any]:
+def _run(bench: Bench, name: str, make_graph: Callable[..., Any], inputs: dict, steps: int, reps: int,
+         kinds: tuple[str, ...] = KINDS) -> dict[str, Any]:
     with ExitStack() as stack:
-        savers = {kind: stack.enter_context(bench.saver(kind)) for kind in KINDS}
+        savers = {kind: stack.enter_context(bench.saver(kind)) for kind in kinds}
 
         def one(kind: str, rep: int, steps: int = steps) -> dict[str, Any]:
             bench.truncate(kind)
@@ -42,19 +39,25 @@ def _run(bench: Bench, name: str, make_graph: Callable[..., Any], inputs: dict, 
             final = app.get_state(config).values["step"]
             if final != steps or len(step_seconds) != steps:
                 raise AssertionError(f"{name} on {kind}: {final} steps, {len(step_seconds)} updates; want {steps}")
-            return {"step_seconds": step_seconds, "total_seconds": total, "db_bytes": bench.db_bytes(kind)}
+            return {"step_seconds": step_seconds, "total_seconds": total, "db_bytes": bench.db_bytes(kind),
+                    "object_store_bytes": bench.object_bytes(kind)}
 
-        for kind in KINDS:
+        for kind in kinds:
             one(kind, -1, steps=WARMUP_STEPS)
-        runs = alternate(KINDS, reps, one)
+        runs = alternate(kinds, reps, one)
 
     out = {}
     for kind, kind_runs in runs.items():
         pooled = [t for run in kind_runs for t in run["step_seconds"]]
-        sizes = sorted(run["db_bytes"] for run in kind_runs if run["db_bytes"] is not None)
         out[kind] = {
             "per_step_ms": summary(pooled, 1e3),
-            "db_bytes": sizes[len(sizes) // 2] if sizes else None,
+            "db_bytes": _median_of(kind_runs, "db_bytes"),
+            "object_store_bytes": _median_of(kind_runs, "object_store_bytes"),
             "runs": kind_runs,
         }
     return out
+
+
+def _median_of(runs: list[dict[str, Any]], key: str) -> int | None:
+    sizes = sorted(run[key] for run in runs if run[key] is not None)
+    return sizes[len(sizes) // 2] if sizes else None

@@ -1,8 +1,10 @@
 """Quickstart: a small agent-like graph made durable by langgraph-pg-durable.
 
 Run it with no setup: without DATABASE_URL it starts an embedded PostgreSQL in
-./.langgraph-pg-durable/pgdata (kept for the next run). With DATABASE_URL set, it
-uses that server. No LLM: the nodes are deterministic stand-ins for tool calls.
+./.langgraph-pg-durable/pgdata (kept for the next run), and values past 1 MiB go to
+./.langgraph-pg-durable/objects (or to $OBJECT_STORE_URL, e.g. s3://bucket/prefix).
+With DATABASE_URL set, it uses that server. No LLM: the nodes are deterministic
+stand-ins for tool calls.
 
     python examples/quickstart.py
 """
@@ -17,7 +19,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from langgraph_pg_durable import DurablePostgresSaver
-from langgraph_pg_durable.embedded import resolve_conn_string
+from langgraph_pg_durable.embedded import resolve_conn_string, resolve_object_store
 
 
 class TripState(TypedDict):
@@ -63,10 +65,11 @@ def build_graph():
 
 def main() -> None:
     conn_string = resolve_conn_string()
+    store = resolve_object_store()
     thread = {"configurable": {"thread_id": f"trip-{uuid.uuid4().hex[:8]}"}}
 
     # First process: run until the graph asks a human, then "crash" (drop the saver).
-    with DurablePostgresSaver.from_conn_string(conn_string) as saver:
+    with DurablePostgresSaver.from_conn_string(conn_string, object_store=store) as saver:
         saver.setup()
         app = build_graph().compile(checkpointer=saver)
         app.invoke({"request": "ZRH->LIS, Friday", "log": [], "approved": False}, thread, durability="sync")
@@ -74,7 +77,7 @@ def main() -> None:
         print(f"paused on {waiting.next} asking: {waiting.interrupts[0].value['question']}")
 
     # A new saver (as after a restart) resumes the same thread by its id.
-    with DurablePostgresSaver.from_conn_string(conn_string) as saver:
+    with DurablePostgresSaver.from_conn_string(conn_string, object_store=store) as saver:
         app = build_graph().compile(checkpointer=saver)
         final = app.invoke(Command(resume="yes"), thread, durability="sync")
         print("final log:")

@@ -16,10 +16,13 @@ from pathlib import Path
 from types import ModuleType
 from urllib.parse import quote
 
-__all__ = ["DEFAULT_DATA_DIR", "resolve_conn_string", "start_embedded", "stop_embedded"]
+__all__ = ["DEFAULT_DATA_DIR", "DEFAULT_OBJECTS_DIR", "resolve_conn_string", "resolve_object_store", "start_embedded", "stop_embedded"]
 
 DEFAULT_DATA_DIR = Path(".langgraph-pg-durable") / "pgdata"
 """Where the embedded server keeps its data, relative to the current working directory."""
+
+DEFAULT_OBJECTS_DIR = Path(".langgraph-pg-durable") / "objects"
+"""Where offloaded values go by default: a local directory next to the embedded database."""
 
 _SOCKET_DIR_PREFIX = "langgraph-pg-durable-"
 
@@ -31,6 +34,15 @@ def resolve_conn_string(env_var: str = "DATABASE_URL") -> str:
         return value
     _import_pgserver(env_var)  # fail with the hint naming env_var before doing any work
     return start_embedded()
+
+
+def resolve_object_store(env_var: str = "OBJECT_STORE_URL") -> str:
+    """Return ``$env_var`` when set (``s3://bucket/prefix``, ``file:///path``, ...), else a
+    ``file://`` URL of ./.langgraph-pg-durable/objects, next to the embedded database."""
+    value = os.environ.get(env_var, "").strip()
+    if value:
+        return value
+    return DEFAULT_OBJECTS_DIR.expanduser().resolve().as_uri()
 
 
 def start_embedded(data_dir: str | os.PathLike[str] | None = None) -> str:

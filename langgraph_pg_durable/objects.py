@@ -103,30 +103,45 @@ class ObjectStorage:
         self.cache = PayloadCache(cache_bytes)
         self.reuse_window = reuse_window
         self._confirmed: dict[str, float] = {}
+        self._inflight: dict[str, threading.Event | asyncio.Event] = {}
         self._lock = threading.Lock()
 
-    # -- what needs uploading ------------------------------------------------------------
+    # -- uploads -------------------------------------------------------------------------
+    # LangGraph saves a task's writes and the next checkpoint concurrently, and both hold
+    # the same value: an upload in flight is waited for, not repeated.
 
-    def _to_upload(self, uploads: Sequence[Upload]) -> list[Upload]:
-        """Each key once, minus those this process confirmed within the reuse window."""
-        now = time.monotonic()
-        window = self.reuse_window.total_seconds()
-        pending: dict[str, Upload] = {}
+    def _claim(self, key: str) -> bool | threading.Event | asyncio.Event:
+        """True: this call uploads `key`. False: confirmed recently, nothing to do.
+        An event: another call is uploading it; wait, then claim again."""
         with self._lock:
-            for upload in uploads:
-                confirmed = self._confirmed.get(upload.ref.key)
-                if confirmed is not None and now - confirmed < window:
-                    continue
-                pending.setdefault(upload.ref.key, upload)
-        return list(pending.values())
+            confirmed = self._confirmed.get(key)
+            if confirmed is not None and time.monotonic() - confirmed < self.reuse_window.total_seconds():
+                return False
+            return self._inflight.get(key) or True
 
-    def _confirm(self, upload: Upload, started: float) -> None:
-        self.cache.add(upload.ref.sha256, upload.data)
+    def _begin(self, key: str, event: threading.Event | asyncio.Event) -> bool:
         with self._lock:
-            self._confirmed[upload.ref.key] = started  # the object's age counts from before the PUT
-            if len(self._confirmed) > 10_000:
-                horizon = time.monotonic() - self.reuse_window.total_seconds()
-                self._confirmed = {k: t for k, t in self._confirmed.items() if t >= horizon}
+            if key in self._inflight:
+                return False
+            self._inflight[key] = event
+            return True
+
+    def _end(self, upload: Upload, started: float | None) -> None:
+        """Forget the upload in flight; remember it as confirmed when it succeeded."""
+        with self._lock:
+            event = self._inflight.pop(upload.ref.key)
+            if started is not None:
+                self._confirmed[upload.ref.key] = started  # the object's age counts from before the PUT
+                if len(self._confirmed) > 10_000:
+                    horizon = time.monotonic() - self.reuse_window.total_seconds()
+                    self._confirmed = {k: t for k, t in self._confirmed.items() if t >= horizon}
+        if started is not None:
+            self.cache.add(upload.ref.sha256, upload.data)
+        event.set()
+
+    @staticmethod
+    def _distinct(uploads: Sequence[Upload]) -> list[Upload]:
+        return list({u.ref.key: u for u in reversed(uploads)}.values())
 
     @staticmethod
     def _store_error(upload: Upload, exc: BaseException) -> ObjectStoreError:
@@ -139,13 +154,27 @@ class ObjectStorage:
 
     def store_all(self, uploads: Sequence[Upload]) -> None:
         """Upload and confirm every object before the caller writes rows that reference them."""
-        for upload in self._to_upload(uploads):
+        for upload in self._distinct(uploads):
+            self._store(upload)
+
+    def _store(self, upload: Upload) -> None:
+        while True:
+            claim = self._claim(upload.ref.key)
+            if claim is False:
+                return
+            if claim is not True:
+                claim.wait()  # type: ignore[union-attr]  # then confirmed, or failed: claim again
+                continue
+            if not self._begin(upload.ref.key, threading.Event()):
+                continue
             started = time.monotonic()
             try:
                 obstore.put(self.store, upload.ref.key, upload.data)
             except Exception as exc:
+                self._end(upload, None)
                 raise self._store_error(upload, exc) from exc
-            self._confirm(upload, started)
+            self._end(upload, started)
+            return
 
     def fetch_all(self, wanted: Sequence[tuple[ObjectRef, str]]) -> dict[str, bytes]:
         """Each referenced payload by key, fetched once, verified against its SHA-256."""
@@ -190,19 +219,30 @@ class ObjectStorage:
     # -- async ---------------------------------------------------------------------------
 
     async def astore_all(self, uploads: Sequence[Upload]) -> None:
-        async def one(upload: Upload) -> None:
+        pending = self._distinct(uploads)
+        if len(pending) == 1:
+            await self._astore(pending[0])
+        elif pending:
+            await asyncio.gather(*(self._astore(u) for u in pending))
+
+    async def _astore(self, upload: Upload) -> None:
+        while True:
+            claim = self._claim(upload.ref.key)
+            if claim is False:
+                return
+            if claim is not True:
+                await claim.wait()  # type: ignore[union-attr]
+                continue
+            if not self._begin(upload.ref.key, asyncio.Event()):
+                continue
             started = time.monotonic()
             try:
                 await obstore.put_async(self.store, upload.ref.key, upload.data)
             except Exception as exc:
+                self._end(upload, None)
                 raise self._store_error(upload, exc) from exc
-            self._confirm(upload, started)
-
-        pending = self._to_upload(uploads)
-        if len(pending) == 1:
-            await one(pending[0])
-        elif pending:
-            await asyncio.gather(*(one(u) for u in pending))
+            self._end(upload, started)
+            return
 
     async def afetch_all(self, wanted: Sequence[tuple[ObjectRef, str]]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}

