@@ -25,6 +25,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from . import rows
 from .errors import ConfigError
 from .history import HistoryScan
+from .lists import DEFAULT_SNAPSHOT_EVERY, ListMemory, ListPolicy, ListState
 from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, gc_cutoff, open_store
 from .offload import DEFAULT_THRESHOLD, ObjectRef, Placement, Upload, attach
 from .retry import RetryPolicy
@@ -84,11 +85,15 @@ class SaverCore(BaseCheckpointSaver[str]):
         object_prefix: str | None = None,
         object_cache_bytes: int = DEFAULT_CACHE_BYTES,
         object_reuse_window: timedelta = DEFAULT_REUSE_WINDOW,
+        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
     ) -> None:
         super().__init__(serde=serde)
         quote_schema(schema)  # refuse a bad name before any I/O
         if not isinstance(offload_threshold, int) or offload_threshold < 0:
             raise ConfigError(f"offload_threshold must be a whole number of bytes >= 0, got {offload_threshold!r}")
+        if not isinstance(snapshot_every, int) or isinstance(snapshot_every, bool) or snapshot_every < 1:
+            raise ConfigError(f"snapshot_every must be a whole number >= 1 (1 keeps lists whole), got {snapshot_every!r}")
+        self.lists = ListPolicy(snapshot_every, ListMemory())
         store = open_store(object_store, object_store_options)
         self.objects = (
             ObjectStorage(store, cache_bytes=object_cache_bytes, reuse_window=object_reuse_window)
@@ -110,7 +115,9 @@ class SaverCore(BaseCheckpointSaver[str]):
         self._details_sql = self.sql.page_details()
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
-        return rows.next_version(current)
+        version = rows.next_version(current)
+        self.lists.memory.made_from(version, current)  # which stored list a new version may extend
+        return version
 
     # -- Query builders ---------------------------------------------------------------
 
@@ -121,11 +128,21 @@ class SaverCore(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Query[RunnableConfig]:
-        params, next_config, uploads = rows.put_params(
-            self.serde, config, checkpoint, metadata, new_versions, self.placement
+        params, next_config, uploads, states = rows.put_params(
+            self.serde, config, checkpoint, metadata, new_versions, self.placement, self.lists
         )
         where = f"put of checkpoint {params['checkpoint_id']!r} on thread {params['thread_id']!r}"
-        return Query(where, self._put_sql, params, lambda _rows: next_config, uploads)
+        thread_id, ns = params["thread_id"], params["checkpoint_ns"]
+
+        def stored(_rows: Sequence[Any]) -> RunnableConfig:
+            self._remember_lists(thread_id, ns, states)
+            return next_config
+
+        return Query(where, self._put_sql, params, stored, uploads)
+
+    def _remember_lists(self, thread_id: str, ns: str, states: Sequence[tuple[str, ListState]]) -> None:
+        for channel, state in states:
+            self.lists.memory.remember(thread_id, ns, channel, state)
 
     def _put_writes_query(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
@@ -145,9 +162,15 @@ class SaverCore(BaseCheckpointSaver[str]):
             f"get_tuple on thread {key.thread_id!r}",
             self._get_sql[key.checkpoint_id is not None],
             rows.get_tuple_params(key),
-            lambda fetched: rows.tuple_from_union(self.serde, key, fetched),
+            lambda fetched: self._restored(key, *rows.tuple_from_union(self.serde, key, fetched)),
             references=lambda fetched: rows.get_tuple_references(key, fetched),
         )
+
+    def _restored(
+        self, key: rows.CheckpointKey, found: CheckpointTuple | None, states: Sequence[tuple[str, ListState]]
+    ) -> CheckpointTuple | None:
+        self._remember_lists(key.thread_id, key.checkpoint_ns, states)
+        return found
 
     def _history_scan(
         self,

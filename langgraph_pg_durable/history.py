@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from . import lists as list_layout
 from .arrays import TextArray
 from .offload import ObjectRef, references
 from .rows import (
@@ -56,6 +57,8 @@ class HistoryScan:
         self.done = limit is not None and limit <= 0
         self.values: dict[ValueKey, Any] = {}
         self.payloads: dict[str, bytes] = {}  # offloaded bytes of the last page, by object key
+        # Decoded list items by (thread, namespace): a list's items are decoded once per scan.
+        self.items: dict[tuple[str, str], dict[tuple[str, str, int], Any]] = {}
         self._requested = 0
 
         wheres: list[str] = []
@@ -150,24 +153,47 @@ class HistoryScan:
         holder = {k: row.checkpoint_id for row in reversed(page) for k in row.value_keys}
         out = []
         for i, ref in found:
-            part, thread_id, ns, checkpoint_id, a, b = detail_rows[i][:6]
+            part, thread_id, ns, checkpoint_id, a, b, _, n = detail_rows[i][:8]
             if part == "v":
                 checkpoint_id = holder.get((thread_id, ns, a, b))
                 what = f"channel {a!r} (version {b!r})"
+            elif part in ("i", "l"):
+                checkpoint_id = None
+                what = f"item {n} of channel {a!r} (version {b!r})" if part == "i" else f"channel {a!r} (version {b!r})"
             else:
                 what = f"pending write of task {a!r} to channel {b!r}"
             out.append((ref, f"thread {thread_id!r}, checkpoint {checkpoint_id!r}, {what}"))
         return out
 
     def tuples(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[CheckpointTuple]:
-        """The page's CheckpointTuples, decoding each value once per scan."""
+        """The page's CheckpointTuples, decoding each value (and each list item) once per scan."""
         fresh: dict[ValueKey, Any] = {}
         writes: dict[tuple[str, str, str], list[WriteRow]] = {}
+        list_rows: dict[tuple[str, str], dict[tuple[str, str], list_layout.StoredList]] = {}
+        raw_items: dict[tuple[str, str], dict[tuple[str, str, int], tuple[str, bytes | None]]] = {}
+        wanted: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for part, thread_id, ns, checkpoint_id, a, b, c, n, type_, data in detail_rows:
-            if part == "v":
+            lane = (thread_id, ns)
+            if part in ("v", "l") and type_ == list_layout.LIST_TYPE:
+                chain = checkpoint_id.split(list_layout.CHAIN_SEPARATOR) if checkpoint_id else ()
+                list_rows.setdefault(lane, {})[(a, b)] = list_layout.stored(chain, data)
+                if part == "v":
+                    wanted.setdefault(lane, []).append((a, b))
+            elif part == "v":
                 fresh[(thread_id, ns, a, b)] = load_value(self.serde, type_, data)
-            else:
+            elif part == "i":
+                raw_items.setdefault(lane, {})[(a, b, n)] = (type_, data)
+            elif part == "w":
                 writes.setdefault((thread_id, ns, checkpoint_id), []).append((a, b, c, n, type_, data))
+        for (thread_id, ns), keys in wanted.items():
+            restored = list_layout.restore(
+                self.serde, load_value, wanted=keys, rows=list_rows.get((thread_id, ns), {}),
+                raw_items=raw_items.get((thread_id, ns), {}),
+                where=lambda ch, v, t=thread_id: f"thread {t!r}, channel {ch!r} (version {v!r})",
+                decoded=self.items.setdefault((thread_id, ns), {}),
+            )
+            for (channel, version), (value, _state) in restored.items():
+                fresh[(thread_id, ns, channel, version)] = value
         # Keep what this page used: the next (older) page mostly holds the same versions.
         known = {**self.values, **fresh}
         self.values = {k: known[k] for row in page for k in row.value_keys if k in known}

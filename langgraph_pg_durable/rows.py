@@ -28,6 +28,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .arrays import ByteaArray, Int4Array, Int8Array, TextArray
 from .errors import ConfigError, SerializationError
+from . import lists as list_layout
+from .lists import ItemRow, ListPolicy, ListState
 from .offload import ObjectRef, Placement, Upload, references
 
 # Our marker for a metadata value kept in `metadata_exact`: "<serde type>:<payload>".
@@ -228,8 +230,10 @@ def put_params(
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
     placement: Placement,
-) -> tuple[dict[str, Any], RunnableConfig, list[Upload]]:
-    """Parameters of `Statements.put`, the config that `put` returns, the objects to store first."""
+    lists: ListPolicy,
+) -> tuple[dict[str, Any], RunnableConfig, list[Upload], list[tuple[str, ListState]]]:
+    """Parameters of `Statements.put`, the config that `put` returns, the objects to store
+    first, and the list versions it stores (for the writer's memory)."""
     key = parse_config(config)
     checkpoint_id = require_text(checkpoint["id"], "checkpoint id")
     where = f"thread {key.thread_id!r}, checkpoint {checkpoint_id!r}"
@@ -237,20 +241,42 @@ def put_params(
 
     channels, versions, types, blobs = [], [], [], []
     refs: list[ObjectRef | None] = []
+    chains: list[str | None] = []
+    item_versions: list[str | None] = []
+    items: list[ItemRow] = []
     uploads: list[Upload] = []
+    states: list[tuple[str, ListState]] = []
     for channel, version in new_versions.items():
         if channel not in values:
             continue
-        type_, data = dump_value(serde, values[channel], channel=channel, where=where)
+        channel = require_text(channel, "channel")
+        version = require_text(version, f"version of channel {channel!r}")
         what = f"{where}, channel {channel!r}"
-        inline, ref = placement.place(data, where=f"the value of {what}")
-        channels.append(require_text(channel, "channel"))
-        versions.append(require_text(version, f"version of channel {channel!r}"))
+        value = values[channel]
+        if list_layout.usable(value, version, lists.snapshot_every):
+            base = lists.memory.base(key.thread_id, key.checkpoint_ns, channel, version)
+            row = list_layout.plan(
+                serde, channel=channel, version=version, value=value, base=base,
+                snapshot_every=lists.snapshot_every, placement=placement, where=what, dump=dump_value,
+            )
+            type_, inline, ref = list_layout.LIST_TYPE, row.value, None
+            chains.append(list_layout.CHAIN_SEPARATOR.join(row.chain))
+            item_versions.append(list_layout.CHAIN_SEPARATOR.join(row.item_versions))
+            items.extend(row.items)
+            uploads.extend(row.uploads)
+            states.append((channel, row.state))
+        else:
+            type_, data = dump_value(serde, value, channel=channel, where=where)
+            inline, ref = placement.place(data, where=f"the value of {what}")
+            chains.append(None)
+            item_versions.append(None)
+            if ref is not None:
+                uploads.append(Upload(ref, data, f"put of {what}"))
+        channels.append(channel)
+        versions.append(version)
         types.append(type_)
         blobs.append(inline)
         refs.append(ref)
-        if ref is not None:
-            uploads.append(Upload(ref, data, f"put of {what}"))
 
     held = [(ch, checkpoint["channel_versions"].get(ch)) for ch in values]
     missing = [ch for ch, version in held if version is None]
@@ -287,8 +313,25 @@ def put_params(
         "types": TextArray(types),
         "values": ByteaArray(blobs),
         **_ref_params(refs),
+        "list_chains": TextArray(chains),
+        "item_versions": TextArray(item_versions),
+        **_item_params(items),
     }
-    return params, key.config(checkpoint_id), uploads
+    return params, key.config(checkpoint_id), uploads, states
+
+
+def _item_params(items: Sequence[ItemRow]) -> dict[str, Any]:
+    """The channel_items rows a put introduces, as aligned arrays."""
+    return {
+        "item_channels": TextArray(i.channel for i in items),
+        "item_of": TextArray(i.version for i in items),
+        "item_idx": Int4Array(i.idx for i in items),
+        "item_types": TextArray(i.type for i in items),
+        "item_values": ByteaArray(i.data for i in items),
+        "item_object_keys": TextArray(i.ref.key if i.ref else None for i in items),
+        "item_object_shas": TextArray(i.ref.sha256 if i.ref else None for i in items),
+        "item_object_sizes": Int8Array(i.ref.size if i.ref else None for i in items),
+    }
 
 
 def put_writes_params(
@@ -417,24 +460,49 @@ def get_tuple_references(key: CheckpointKey, rows: Sequence[Sequence[Any]]) -> l
     checkpoint_id = next((row[1] for row in rows if row[0] == "c"), key.checkpoint_id)
     out = []
     for i, ref in references(rows):
-        part, a, b = rows[i][:3]
-        what = f"channel {a!r} (version {b!r})" if part == "v" else f"pending write of task {a!r} to channel {b!r}"
+        part, a, b, _, n = rows[i][:5]
+        if part == "w":
+            what = f"pending write of task {a!r} to channel {b!r}"
+        elif part == "i":
+            what = f"item {n} of channel {a!r} (version {b!r})"
+        else:
+            what = f"channel {a!r} (version {b!r})"
         out.append((ref, f"thread {key.thread_id!r}, checkpoint {checkpoint_id!r}, {what}"))
     return out
 
 
-def tuple_from_union(serde: SerializerProtocol, key: CheckpointKey, rows: Sequence[Sequence[Any]]) -> CheckpointTuple | None:
-    """Decode the rows of `Statements.get_tuple` (parts 'c', 'v', 'w')."""
+def tuple_from_union(
+    serde: SerializerProtocol, key: CheckpointKey, rows: Sequence[Sequence[Any]]
+) -> tuple[CheckpointTuple | None, list[tuple[str, ListState]]]:
+    """Decode the rows of `Statements.get_tuple` (parts 'c', 'v', 'l', 'i', 'w'); also the
+    states of the list versions it rebuilt, for the writer's memory."""
     row = None
     values: dict[tuple[str, str], Any] = {}
     writes: list[WriteRow] = []
+    list_rows: dict[tuple[str, str], list_layout.StoredList] = {}
+    raw_items: dict[tuple[str, str, int], tuple[str, bytes | None]] = {}
+    wanted: list[tuple[str, str]] = []
     for part, a, b, c, n, doc, meta, chs, vers, type_, data in rows:
         if part == "c":
             row = CheckpointRow(key.thread_id, key.checkpoint_ns, a, b, load_json(doc), load_json(meta), data, chs, vers)
+        elif part in ("v", "l") and type_ == list_layout.LIST_TYPE:
+            list_rows[(a, b)] = list_layout.stored(chs, data)
+            if part == "v":
+                wanted.append((a, b))
         elif part == "v":
             values[(a, b)] = load_value(serde, type_, data)
-        else:
+        elif part == "i":
+            raw_items[(a, b, n)] = (type_, data)
+        elif part == "w":
             writes.append((a, b, c, n, type_, data))
     if row is None:
-        return None
-    return build_tuple(serde, row, values, writes)
+        return None, []
+    restored = list_layout.restore(
+        serde, load_value, wanted=wanted, rows=list_rows, raw_items=raw_items,
+        where=lambda ch, v: f"thread {key.thread_id!r}, checkpoint {row.checkpoint_id!r}, channel {ch!r}",
+    )
+    states = []
+    for (channel, version), (value, state) in restored.items():
+        values[(channel, version)] = value
+        states.append((channel, state))
+    return build_tuple(serde, row, values, writes), states

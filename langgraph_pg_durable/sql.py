@@ -37,13 +37,26 @@ class Statements:
         return f"""
 WITH stored_values AS (
     INSERT INTO {s}.channel_values (
-        thread_id, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size)
+        thread_id, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size,
+        list_chain, item_versions)
     SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value,
-           v.object_key, v.object_sha256, v.object_size
+           v.object_key, v.object_sha256, v.object_size,
+           string_to_array(v.list_chain, E'\x1f'), string_to_array(v.item_versions, E'\x1f')
     FROM unnest(%(channels)b::text[], %(versions)b::text[], %(types)b::text[], %(values)b::bytea[],
-                %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[])
-        AS v(channel, version, type, value, object_key, object_sha256, object_size)
+                %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[],
+                %(list_chains)b::text[], %(item_versions)b::text[])
+        AS v(channel, version, type, value, object_key, object_sha256, object_size, list_chain, item_versions)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
+), stored_items AS (
+    INSERT INTO {s}.channel_items (
+        thread_id, checkpoint_ns, channel, version, idx, type, value, object_key, object_sha256, object_size)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, i.channel, i.version, i.idx, i.type, i.value,
+           i.object_key, i.object_sha256, i.object_size
+    FROM unnest(%(item_channels)b::text[], %(item_of)b::text[], %(item_idx)b::int[], %(item_types)b::text[],
+                %(item_values)b::bytea[], %(item_object_keys)b::text[], %(item_object_shas)b::text[],
+                %(item_object_sizes)b::int8[])
+        AS i(channel, version, idx, type, value, object_key, object_sha256, object_size)
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version, idx) DO NOTHING
 )
 INSERT INTO {s}.checkpoints (
     thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
@@ -96,6 +109,36 @@ WITH target AS MATERIALIZED (
     WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s {exact}
     ORDER BY checkpoint_id DESC
     LIMIT 1
+),
+-- The keys come from InitPlans over `target`, so each value is one primary-key probe
+-- whatever the statistics say; a `channel = ANY(...)` filter let the planner prefer a
+-- scan of the thread's values (1.3 ms instead of 0.05 ms on a 1,000-step thread).
+vals AS MATERIALIZED (
+    SELECT v.channel, v.version, v.type, v.value, v.object_key, v.object_sha256, v.object_size,
+           v.list_chain, v.item_versions
+    FROM unnest((SELECT value_channels FROM target)::text[],
+                (SELECT value_versions FROM target)::text[]) AS k(channel, version)
+    JOIN {s}.channel_values v
+      ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
+     AND v.channel = k.channel AND v.version = k.version
+),
+-- Lists in the delta layout: the rows each one extends, then every item they use.
+links AS MATERIALIZED (
+    SELECT v.channel, v.version, v.type, v.value, v.object_key, v.object_sha256, v.object_size,
+           v.list_chain, v.item_versions
+    FROM unnest(
+        (SELECT array_agg(l.channel ORDER BY l.channel, x.n)
+         FROM vals l, unnest(l.list_chain) WITH ORDINALITY AS x(version, n))::text[],
+        (SELECT array_agg(x.version ORDER BY l.channel, x.n)
+         FROM vals l, unnest(l.list_chain) WITH ORDINALITY AS x(version, n))::text[]) AS k(channel, version)
+    JOIN {s}.channel_values v
+      ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
+     AND v.channel = k.channel AND v.version = k.version
+),
+item_keys AS MATERIALIZED (
+    SELECT DISTINCT r.channel, x.version
+    FROM (SELECT channel, item_versions FROM vals UNION ALL SELECT channel, item_versions FROM links) AS r,
+         unnest(r.item_versions) AS x(version)
 )
 SELECT 'c' AS part, t.checkpoint_id AS a, t.parent_checkpoint_id AS b, NULL::text AS c,
        NULL::int AS n, t.checkpoint AS doc, t.metadata AS meta, t.value_channels AS chs,
@@ -103,16 +146,21 @@ SELECT 'c' AS part, t.checkpoint_id AS a, t.parent_checkpoint_id AS b, NULL::tex
        NULL::text AS object_key, NULL::text AS object_sha256, NULL::bigint AS object_size
 FROM target t
 UNION ALL
-SELECT 'v', v.channel, v.version, NULL, NULL, NULL, NULL, NULL, NULL, v.type, v.value,
-       v.object_key, v.object_sha256, v.object_size
--- The keys come from InitPlans over `target`, so each value is one primary-key probe
--- whatever the statistics say; a `channel = ANY(...)` filter let the planner prefer a
--- scan of the thread's values (1.3 ms instead of 0.05 ms on a 1,000-step thread).
-FROM unnest((SELECT value_channels FROM target)::text[],
-            (SELECT value_versions FROM target)::text[]) AS k(channel, version)
-JOIN {s}.channel_values v
-  ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
- AND v.channel = k.channel AND v.version = k.version
+SELECT 'v', channel, version, NULL, NULL, NULL, NULL, list_chain, NULL, type, value,
+       object_key, object_sha256, object_size
+FROM vals
+UNION ALL
+SELECT 'l', channel, version, NULL, NULL, NULL, NULL, list_chain, NULL, type, value,
+       object_key, object_sha256, object_size
+FROM links
+UNION ALL
+SELECT 'i', i.channel, i.version, NULL, i.idx, NULL, NULL, NULL, NULL, i.type, i.value,
+       i.object_key, i.object_sha256, i.object_size
+FROM unnest((SELECT array_agg(channel ORDER BY channel, version) FROM item_keys)::text[],
+            (SELECT array_agg(version ORDER BY channel, version) FROM item_keys)::text[]) AS k(channel, version)
+JOIN {s}.channel_items i
+  ON i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
+ AND i.channel = k.channel AND i.version = k.version
 UNION ALL
 SELECT 'w', w.task_id, w.channel, w.task_path, w.idx, NULL, NULL, NULL, NULL, w.type, w.value,
        w.object_key, w.object_sha256, w.object_size
@@ -133,14 +181,43 @@ LIMIT %(page_size)s"""
         """The values (by exact key) and pending writes of one page's checkpoints."""
         s = self.q
         return f"""
-SELECT 'v' AS part, v.thread_id, v.checkpoint_ns, NULL::text AS checkpoint_id,
-       v.channel AS a, v.version AS b, NULL::text AS c, NULL::int AS n, v.type, v.value,
-       v.object_key, v.object_sha256, v.object_size
-FROM unnest(%(v_threads)b::text[], %(v_namespaces)b::text[], %(v_channels)b::text[],
-            %(v_versions)b::text[]) AS k(thread_id, checkpoint_ns, channel, version)
-JOIN {s}.channel_values v
-  ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
- AND v.channel = k.channel AND v.version = k.version
+WITH vals AS MATERIALIZED (
+    SELECT v.thread_id, v.checkpoint_ns, v.channel, v.version, v.type, v.value,
+           v.object_key, v.object_sha256, v.object_size, v.list_chain, v.item_versions
+    FROM unnest(%(v_threads)b::text[], %(v_namespaces)b::text[], %(v_channels)b::text[],
+                %(v_versions)b::text[]) AS k(thread_id, checkpoint_ns, channel, version)
+    JOIN {s}.channel_values v
+      ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
+     AND v.channel = k.channel AND v.version = k.version
+), links AS MATERIALIZED (
+    SELECT v.thread_id, v.checkpoint_ns, v.channel, v.version, v.type, v.value,
+           v.object_key, v.object_sha256, v.object_size, v.list_chain, v.item_versions
+    FROM (SELECT DISTINCT l.thread_id, l.checkpoint_ns, l.channel, x.version
+          FROM vals l, unnest(l.list_chain) AS x(version)) AS k
+    JOIN {s}.channel_values v
+      ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
+     AND v.channel = k.channel AND v.version = k.version
+), item_keys AS MATERIALIZED (
+    SELECT DISTINCT r.thread_id, r.checkpoint_ns, r.channel, x.version
+    FROM (SELECT thread_id, checkpoint_ns, channel, item_versions FROM vals
+          UNION ALL SELECT thread_id, checkpoint_ns, channel, item_versions FROM links) AS r,
+         unnest(r.item_versions) AS x(version)
+)
+SELECT 'v' AS part, thread_id, checkpoint_ns, array_to_string(list_chain, E'\x1f') AS checkpoint_id,
+       channel AS a, version AS b, NULL::text AS c, NULL::int AS n, type, value,
+       object_key, object_sha256, object_size
+FROM vals
+UNION ALL
+SELECT 'l', thread_id, checkpoint_ns, array_to_string(list_chain, E'\x1f'), channel, version, NULL, NULL,
+       type, value, object_key, object_sha256, object_size
+FROM links
+UNION ALL
+SELECT 'i', i.thread_id, i.checkpoint_ns, NULL, i.channel, i.version, NULL, i.idx, i.type, i.value,
+       i.object_key, i.object_sha256, i.object_size
+FROM item_keys k
+JOIN {s}.channel_items i
+  ON i.thread_id = k.thread_id AND i.checkpoint_ns = k.checkpoint_ns
+ AND i.channel = k.channel AND i.version = k.version
 UNION ALL
 SELECT 'w', w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel,
        w.task_path, w.idx, w.type, w.value, w.object_key, w.object_sha256, w.object_size
@@ -156,7 +233,9 @@ JOIN {s}.checkpoint_writes w
         return f"""
 SELECT object_key FROM {s}.channel_values WHERE object_key = ANY(%(keys)b::text[])
 UNION
-SELECT object_key FROM {s}.checkpoint_writes WHERE object_key = ANY(%(keys)b::text[])"""
+SELECT object_key FROM {s}.checkpoint_writes WHERE object_key = ANY(%(keys)b::text[])
+UNION
+SELECT object_key FROM {s}.channel_items WHERE object_key = ANY(%(keys)b::text[])"""
 
     # -- deletes and copies -----------------------------------------------------
 
@@ -167,15 +246,20 @@ WITH gone_writes AS (
     DELETE FROM {s}.checkpoint_writes WHERE thread_id = ANY(%(thread_ids)s)
 ), gone_values AS (
     DELETE FROM {s}.channel_values WHERE thread_id = ANY(%(thread_ids)s)
+), gone_items AS (
+    DELETE FROM {s}.channel_items WHERE thread_id = ANY(%(thread_ids)s)
 )
 DELETE FROM {s}.checkpoints WHERE thread_id = ANY(%(thread_ids)s)"""
 
     def _drop_checkpoints(self, doomed: str) -> str:
-        """Delete the checkpoints `doomed` selects, their writes, and values nobody else holds.
+        """Delete the checkpoints `doomed` selects, their writes, and values and list items
+        nothing surviving needs.
 
         `doomed` is a SELECT of (thread_id, checkpoint_ns, checkpoint_id) over
-        `{schema}.checkpoints c`. Every sub-statement sees the same snapshot, so the
-        surviving checkpoints are those `doomed` does not select.
+        `{schema}.checkpoints c`. A surviving checkpoint holds its values, the rows its
+        list versions extend (list_chain) and the items all of those use (item_versions).
+        Every sub-statement sees the same snapshot, so the survivors are the checkpoints
+        `doomed` does not select.
         """
         s = self.q
         return f"""
@@ -192,22 +276,51 @@ gone AS (
 ), freed AS (
     SELECT DISTINCT g.thread_id, g.checkpoint_ns, f.channel, f.version
     FROM gone g, unnest(g.value_channels, g.value_versions) AS f(channel, version)
-), held AS (
+), held_direct AS MATERIALIZED (
     SELECT DISTINCT c.thread_id, c.checkpoint_ns, h.channel, h.version
     FROM {s}.checkpoints c, unnest(c.value_channels, c.value_versions) AS h(channel, version)
-    WHERE c.thread_id IN (SELECT thread_id FROM freed)
+    WHERE c.thread_id IN (SELECT thread_id FROM doomed)
       AND NOT EXISTS (
         SELECT 1 FROM doomed d
         WHERE d.thread_id = c.thread_id AND d.checkpoint_ns = c.checkpoint_ns
           AND d.checkpoint_id = c.checkpoint_id)
+), held_rows AS MATERIALIZED (
+    SELECT v.thread_id, v.checkpoint_ns, v.channel, v.version, v.list_chain, v.item_versions
+    FROM {s}.channel_values v JOIN held_direct h
+      ON v.thread_id = h.thread_id AND v.checkpoint_ns = h.checkpoint_ns
+     AND v.channel = h.channel AND v.version = h.version
+), held_links AS MATERIALIZED (
+    SELECT DISTINCT r.thread_id, r.checkpoint_ns, r.channel, x.version
+    FROM held_rows r, unnest(r.list_chain) AS x(version)
+), held AS MATERIALIZED (
+    SELECT thread_id, checkpoint_ns, channel, version FROM held_direct
+    UNION
+    SELECT thread_id, checkpoint_ns, channel, version FROM held_links
+), held_items AS MATERIALIZED (
+    SELECT DISTINCT r.thread_id, r.checkpoint_ns, r.channel, x.version
+    FROM (SELECT thread_id, checkpoint_ns, channel, item_versions FROM held_rows
+          UNION ALL
+          SELECT v.thread_id, v.checkpoint_ns, v.channel, v.item_versions
+          FROM {s}.channel_values v JOIN held_links k
+            ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
+           AND v.channel = k.channel AND v.version = k.version) AS r,
+         unnest(r.item_versions) AS x(version)
+), gone_values AS (
+    DELETE FROM {s}.channel_values v USING freed f
+    WHERE v.thread_id = f.thread_id AND v.checkpoint_ns = f.checkpoint_ns
+      AND v.channel = f.channel AND v.version = f.version
+      AND NOT EXISTS (
+        SELECT 1 FROM held h
+        WHERE h.thread_id = f.thread_id AND h.checkpoint_ns = f.checkpoint_ns
+          AND h.channel = f.channel AND h.version = f.version)
 )
-DELETE FROM {s}.channel_values v USING freed f
-WHERE v.thread_id = f.thread_id AND v.checkpoint_ns = f.checkpoint_ns
-  AND v.channel = f.channel AND v.version = f.version
+DELETE FROM {s}.channel_items i
+WHERE i.thread_id IN (SELECT thread_id FROM doomed)
+  AND EXISTS (SELECT 1 FROM gone)
   AND NOT EXISTS (
-    SELECT 1 FROM held h
-    WHERE h.thread_id = f.thread_id AND h.checkpoint_ns = f.checkpoint_ns
-      AND h.channel = f.channel AND h.version = f.version)"""
+    SELECT 1 FROM held_items h
+    WHERE h.thread_id = i.thread_id AND h.checkpoint_ns = i.checkpoint_ns
+      AND h.channel = i.channel AND h.version = i.version)"""
 
     def delete_for_runs(self) -> str:
         return self._drop_checkpoints(
@@ -230,10 +343,18 @@ WHERE v.thread_id = f.thread_id AND v.checkpoint_ns = f.checkpoint_ns
         return f"""
 WITH copied_values AS (
     INSERT INTO {s}.channel_values (
-        thread_id, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size)
-    SELECT %(target)s, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size
+        thread_id, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size,
+        list_chain, item_versions)
+    SELECT %(target)s, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size,
+           list_chain, item_versions
     FROM {s}.channel_values WHERE thread_id = %(source)s
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
+), copied_items AS (
+    INSERT INTO {s}.channel_items (
+        thread_id, checkpoint_ns, channel, version, idx, type, value, object_key, object_sha256, object_size)
+    SELECT %(target)s, checkpoint_ns, channel, version, idx, type, value, object_key, object_sha256, object_size
+    FROM {s}.channel_items WHERE thread_id = %(source)s
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version, idx) DO NOTHING
 ), copied_writes AS (
     INSERT INTO {s}.checkpoint_writes (
         thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value,

@@ -1,0 +1,289 @@
+"""List channels in the delta layout restore exactly what was put, whatever happened between.
+
+The oracle is the serializer's own round trip of the whole value: what any saver that
+stores the list whole would return.
+"""
+
+from __future__ import annotations
+
+import operator
+import random
+import uuid
+from typing import Annotated, Any
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
+from langgraph_pg_durable.lists import LIST_TYPE, ListIntegrityError
+
+# -- random histories of one list channel, put directly ----------------------------------------
+
+ITEMS = st.one_of(
+    st.text(max_size=12), st.integers(-5, 5), st.booleans(), st.none(), st.floats(allow_nan=False, width=32),
+    st.tuples(st.integers(0, 3), st.text(max_size=3)), st.dictionaries(st.text(max_size=3), st.integers(0, 3), max_size=2),
+)
+OPS = st.one_of(
+    st.tuples(st.just("append"), st.lists(ITEMS, min_size=0, max_size=4)),
+    st.tuples(st.just("edit"), st.integers(0, 50), ITEMS),
+    st.tuples(st.just("remove"), st.integers(0, 50)),
+    st.tuples(st.just("reverse")),
+    st.tuples(st.just("not a list"), st.text(max_size=5)),
+    st.tuples(st.just("fork"), st.integers(0, 50)),
+    st.tuples(st.just("prune")),
+)
+
+
+def apply(value: Any, op: tuple) -> Any:
+    """The next value of the channel; ops on a non-list start a new list."""
+    current = list(value) if isinstance(value, list) else []
+    kind = op[0]
+    if kind == "append":
+        return current + list(op[1])
+    if kind == "edit" and current:
+        current[op[1] % len(current)] = op[2]
+        return current
+    if kind == "remove" and current:
+        del current[op[1] % len(current)]
+        return current
+    if kind == "reverse":
+        return current[::-1]
+    if kind == "not a list":
+        return op[1]
+    return current
+
+
+class History:
+    """Puts checkpoints of one channel as LangGraph would, tracking what each must restore."""
+
+    def __init__(self, saver: Any, thread_id: str) -> None:
+        self.saver, self.thread_id = saver, thread_id
+        self.expected: dict[str, Any] = {}  # checkpoint id -> the value put
+        self.order: list[tuple[str, str, Any]] = []  # (checkpoint id, version, value) in put order
+        self.head: tuple[dict, Any, Any] | None = None  # (config, checkpoint, value)
+
+    def put(self, value: Any, parent: tuple[dict, Any, Any] | None = None) -> None:
+        base = parent or self.head
+        config = base[0] if base else {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": ""}}
+        previous = base[1] if base else empty_checkpoint()
+        checkpoint = create_checkpoint(previous, None, len(self.order))
+        version = self.saver.get_next_version(previous["channel_versions"].get("items"), None)
+        checkpoint["channel_values"] = {"items": value}
+        checkpoint["channel_versions"] = {"items": version}
+        next_config = self.saver.put(config, checkpoint, {"source": "loop", "step": len(self.order)}, {"items": version})
+        self.expected[checkpoint["id"]] = value
+        self.order.append((checkpoint["id"], version, value))
+        self.head = (next_config, checkpoint, value)
+
+    def fork(self, index: int) -> None:
+        """The next put continues from an older checkpoint, as update_state on history does."""
+        if self.order:
+            checkpoint_id, version, value = self.order[index % len(self.order)]
+            config = {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
+            stored = self.saver.get_tuple(config)
+            assert stored is not None
+            self.head = (config, stored.checkpoint, value)
+
+
+def check_every_checkpoint(dsn: str, schema: str, thread_id: str, expected: dict[str, Any], serde: Any,
+                           **options: Any) -> None:
+    """A fresh saver restores each surviving checkpoint exactly, by id and through list()."""
+    def roundtrip(value: Any) -> Any:
+        return serde.loads_typed(serde.dumps_typed(value))
+
+    with DurablePostgresSaver.from_conn_string(dsn, schema=schema, **options) as fresh:
+        listed = {t.checkpoint["id"]: t for t in fresh.list({"configurable": {"thread_id": thread_id}})}
+        assert set(listed) <= set(expected)
+        for checkpoint_id, tuple_ in listed.items():
+            want = roundtrip(expected[checkpoint_id])
+            got = tuple_.checkpoint["channel_values"]["items"]
+            assert got == want and _types(got) == _types(want), checkpoint_id
+            one = fresh.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": "",
+                                                    "checkpoint_id": checkpoint_id}})
+            assert one is not None and one.checkpoint["channel_values"]["items"] == want
+            assert _types(one.checkpoint["channel_values"]["items"]) == _types(want)
+
+
+def _types(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_types(v) for v in value])
+    if isinstance(value, dict):
+        return ("dict", sorted((k, _types(v)) for k, v in value.items()))
+    return type(value).__name__
+
+
+@pytest.fixture(scope="module")
+def shared_schema(pg_dsn: str) -> Any:
+    name = f"lgpd_lists_{uuid.uuid4().hex[:10]}"
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=name) as saver:
+        saver.setup()
+    yield name
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(OPS, min_size=1, max_size=25), snapshot_every=st.sampled_from([1, 2, 3, 5, 16]))
+def test_random_histories_restore_exactly(pg_dsn: str, shared_schema: str, ops: list, snapshot_every: int) -> None:
+    thread_id = f"h-{uuid.uuid4().hex[:10]}"
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=shared_schema, snapshot_every=snapshot_every) as saver:
+        history = History(saver, thread_id)
+        value: Any = []
+        history.put(value)
+        for op in ops:
+            if op[0] == "fork":
+                history.fork(op[1])
+                value = history.head[2] if history.head else value
+                continue
+            if op[0] == "prune":
+                saver.prune([thread_id], strategy="keep_latest")
+                history.order = history.order[-1:]  # the newest checkpoint survives
+                continue
+            value = apply(value, op)
+            history.put(value)
+        check_every_checkpoint(pg_dsn, shared_schema, thread_id, history.expected, saver.serde)
+
+
+async def test_the_async_saver_writes_and_reads_the_same_layout(pg_dsn: str, schema_name: str) -> None:
+    rng = random.Random(7)
+    thread_id = f"a-{uuid.uuid4().hex[:10]}"
+    async with AsyncDurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=4) as saver:
+        await saver.setup()
+        expected: dict[str, Any] = {}
+        config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        checkpoint, value = empty_checkpoint(), []
+        for step in range(30):
+            value = value + [f"m{step}"] * rng.randint(0, 2) if rng.random() < 0.85 else value[1:]
+            checkpoint = create_checkpoint(checkpoint, None, step)
+            version = saver.get_next_version(checkpoint["channel_versions"].get("items"), None)
+            checkpoint["channel_values"], checkpoint["channel_versions"] = {"items": value}, {"items": version}
+            config = await saver.aput(config, checkpoint, {"step": step}, {"items": version})
+            expected[checkpoint["id"]] = value
+        deltas = [t async for t in saver.alist({"configurable": {"thread_id": thread_id}})]
+        assert {t.checkpoint["id"]: t.checkpoint["channel_values"]["items"] for t in deltas} == expected
+    check_every_checkpoint(pg_dsn, schema_name, thread_id, expected, saver.serde)
+    with psycopg.connect(pg_dsn) as conn:
+        kinds = conn.execute(
+            f'SELECT count(*) FILTER (WHERE cardinality(list_chain) > 0), count(*) FILTER (WHERE cardinality(list_chain) = 0) '
+            f'FROM "{schema_name}".channel_values WHERE type = %s', (LIST_TYPE,)).fetchone()
+    assert kinds[0] > 0 and kinds[1] > 0  # both deltas and snapshots were written
+
+
+# -- storage grows with what was added --------------------------------------------------------
+
+
+def test_a_growing_list_stores_each_item_once(pg_dsn: str, schema_name: str) -> None:
+    thread_id = f"g-{uuid.uuid4().hex[:10]}"
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=8) as saver:
+        saver.setup()
+        history = History(saver, thread_id)
+        value: list[str] = []
+        for step in range(40):
+            value = value + [f"item {step} " + "x" * 100]
+            history.put(value)
+    with psycopg.connect(pg_dsn) as conn:
+        items = conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_items').fetchone()[0]
+        snapshots = conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_values '
+                                 "WHERE cardinality(list_chain) = 0").fetchone()[0]
+    assert items == 40  # not 1 + 2 + ... + 40
+    assert snapshots == 5  # versions 1, 9, 17, 25, 33: one in eight
+    check_every_checkpoint(pg_dsn, schema_name, thread_id, history.expected, saver.serde)
+
+
+# -- chains and deletions ----------------------------------------------------------------------
+
+
+def _grow(saver: Any, thread_id: str, steps: int) -> History:
+    history = History(saver, thread_id)
+    value: list[str] = []
+    for step in range(steps):
+        value = value + [f"{thread_id}:{step}"]
+        history.put(value)
+    return history
+
+
+def test_prune_copy_and_delete_keep_every_surviving_checkpoint_restorable(pg_dsn: str, schema_name: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=5) as saver:
+        saver.setup()
+        a = _grow(saver, "chain-a", 13)
+        saver.copy_thread("chain-a", "chain-b")
+        saver.prune(["chain-a"], strategy="keep_latest")
+        latest = a.order[-1][0]
+        check_every_checkpoint(pg_dsn, schema_name, "chain-a", {latest: a.expected[latest]}, saver.serde)
+        check_every_checkpoint(pg_dsn, schema_name, "chain-b", a.expected, saver.serde)
+        saver.delete_thread("chain-a")
+        check_every_checkpoint(pg_dsn, schema_name, "chain-b", a.expected, saver.serde)
+        with psycopg.connect(pg_dsn) as conn:
+            left = conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_items WHERE thread_id = %s',
+                                ("chain-a",)).fetchone()[0]
+        assert left == 0
+
+
+def test_a_missing_chain_row_is_a_clear_error_never_a_wrong_value(pg_dsn: str, schema_name: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=6) as saver:
+        saver.setup()
+        _grow(saver, "broken", 4)  # a snapshot, then three deltas on it
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # "another process" removes the base
+        conn.execute(f'DELETE FROM "{schema_name}".channel_values WHERE cardinality(list_chain) = 0')
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        with pytest.raises(ListIntegrityError) as failure:
+            fresh.get_tuple({"configurable": {"thread_id": "broken"}})
+        with pytest.raises(ListIntegrityError):
+            list(fresh.list({"configurable": {"thread_id": "broken"}}))
+    assert "'broken'" in str(failure.value) and "'items'" in str(failure.value)
+
+
+# -- real graphs ---------------------------------------------------------------------------------
+
+
+class Chat(TypedDict):
+    messages: Annotated[list, add_messages]
+    log: Annotated[list[str], operator.add]
+
+
+def chat_graph(checkpointer: Any) -> Any:
+    def reply(state: Chat) -> dict:
+        last = state["messages"][-1]
+        return {"messages": [AIMessage(f"re: {last.content}", id=f"ai-{last.id}")], "log": [last.id]}
+
+    graph = StateGraph(Chat)
+    graph.add_node("reply", reply)
+    graph.add_edge(START, "reply")
+    graph.add_edge("reply", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+@pytest.mark.parametrize("snapshot_every", [1, 3, 16])
+def test_a_chat_with_edits_and_removals_matches_the_in_memory_saver(
+    pg_dsn: str, schema_name: str, snapshot_every: int
+) -> None:
+    def run(checkpointer: Any) -> tuple[list, list]:
+        app = chat_graph(checkpointer)
+        config = {"configurable": {"thread_id": "chat"}}
+        for turn in range(12):
+            app.invoke({"messages": [HumanMessage(f"question {turn}", id=f"h{turn}")]}, config)
+            if turn == 5:  # an edit of an earlier message by id, and a removal
+                app.update_state(config, {"messages": [HumanMessage("edited", id="h2"), RemoveMessage(id="ai-h3")]})
+        history = [(s.values, s.next, s.metadata.get("step")) for s in app.get_state_history(config)]
+        return app.get_state(config).values, history
+
+    want = run(InMemorySaver())
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=snapshot_every) as saver:
+        saver.setup()
+        run_result = run(saver)
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=snapshot_every) as fresh:
+        app = chat_graph(fresh)
+        config = {"configurable": {"thread_id": "chat"}}
+        from_fresh = (app.get_state(config).values,
+                      [(s.values, s.next, s.metadata.get("step")) for s in app.get_state_history(config)])
+    assert run_result == want
+    assert from_fresh == want
+    assert [m.id for m in want[0]["messages"]][:6] == ["h0", "ai-h0", "h1", "ai-h1", "h2", "ai-h2"]
