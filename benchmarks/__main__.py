@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-from . import concurrency, history, per_step, report, round_trips
+from . import concurrency, history, long_thread, per_step, report, round_trips
 from .env import bench_env
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +30,9 @@ class Scale:
     w4_workers: int
     w4_reps: int
     w5_steps: int
+    w6_steps: int
+    w6_sample_every: int
+    w6_reps: dict[str, int]
 
 
 FULL = Scale(
@@ -37,12 +40,14 @@ FULL = Scale(
     w3_reps={"get_state": 200, "full_history": 7, "first_10_limit": 50, "first_10_break": 7,
              "filter_1pct": 30, "list_full": 7, "list_first_10_break": 15},
     w4_threads=50, w4_steps=20, w4_workers=8, w4_reps=3, w5_steps=20,
+    w6_steps=1000, w6_sample_every=50, w6_reps={"get_state": 30, "full_history": 3},
 )
 QUICK = Scale(
     w1_steps=20, w1_reps=1, w2_steps=5, w2_reps=1, w3_turns=10,
     w3_reps={"get_state": 2, "full_history": 1, "first_10_limit": 2, "first_10_break": 1,
              "filter_1pct": 1, "list_full": 1, "list_first_10_break": 1},
     w4_threads=8, w4_steps=5, w4_workers=8, w4_reps=1, w5_steps=6,
+    w6_steps=30, w6_sample_every=10, w6_reps={"get_state": 2, "full_history": 1},
 )
 
 
@@ -77,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             "w4": ("concurrency", lambda: concurrency.run(
                 bench, scale.w4_threads, scale.w4_steps, scale.w4_workers, scale.w4_reps)),
             "w5": ("round trips", lambda: round_trips.run(bench, scale.w5_steps)),
+            "w6": ("long chat thread", lambda: long_thread.run(
+                bench, scale.w6_steps, scale.w6_sample_every, scale.w6_reps)),
         }
         for key, (name, run) in workloads.items():
             log(f"{key} {name}")

@@ -30,6 +30,7 @@ def write(results: dict[str, Any], out: Path) -> str:
     markdown = render(results)
     (out / "results.md").write_text(markdown)
     chart(results["w1"], out / "w1_time_per_step.png")
+    bytes_chart(results["w6"], out / "w6_bytes_by_length.png")
     return markdown
 
 
@@ -41,12 +42,15 @@ def publish(results: dict[str, Any], out: Path, repo: Path) -> Path:
     """Put the report between README's markers (dated, headings shifted down) and the chart in docs/."""
     docs = repo / "docs" / "benchmarks"
     docs.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(out / "w1_time_per_step.png", docs / "w1_time_per_step.png")
+    for png in ("w1_time_per_step.png", "w6_bytes_by_length.png"):
+        shutil.copyfile(out / png, docs / png)
     (docs / "results.json").write_text(json.dumps(results, indent=1))
     body = render(results).split("\n", 1)[1]  # the README has its own heading
     body = re.sub(r"^## ", "### ", body, flags=re.M)
     body = body.replace("Chart: `w1_time_per_step.png` (median of the runs at each step).",
                         "![W1: time per super-step along the thread](docs/benchmarks/w1_time_per_step.png)")
+    body = body.replace("Chart: `w6_bytes_by_length.png`.",
+                        "![W6: database bytes against thread length](docs/benchmarks/w6_bytes_by_length.png)")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     section = f"{README_START}\nRun of {stamp}; raw figures in `docs/benchmarks/results.json`.\n{body.strip()}\n{README_END}"
     readme = repo / "README.md"
@@ -112,7 +116,7 @@ def render(r: dict[str, Any]) -> str:
                   "the figures are not representative and the targets are not judged.*", ""]
     lines += _targets(r, judged=meta["mode"] == "full")
     lines += _w1(r["w1"], meta["scale"]) + _w2(r["w2"], meta["scale"]) + _w3(r["w3"], meta["scale"])
-    lines += _w4(r["w4"], meta["scale"]) + _w5(r["w5"], meta["scale"])
+    lines += _w4(r["w4"], meta["scale"]) + _w5(r["w5"], meta["scale"]) + _w6(r["w6"], meta["scale"])
     return "\n".join(lines)
 
 
@@ -127,6 +131,23 @@ def _targets(r: dict[str, Any], judged: bool) -> list[str]:
     ratio = over["ours"] / over["official"]
     add("W1 overhead above InMemorySaver, ms per super-step", _num(over["official"]), _num(over["ours"]),
         f"ours / official = {ratio:.2f}", "≤ 0.5", ratio <= 0.5)
+
+    w1_bytes = {k: r["w1"][k]["db_bytes"] for k in ("official", "ours")}
+    add("W1 database bytes after 200 steps", _mb(w1_bytes["official"]), _mb(w1_bytes["ours"]),
+        f"ours / official = 1/{w1_bytes['official'] / w1_bytes['ours']:.1f}", "≤ 1/15",
+        w1_bytes["ours"] * 15 <= w1_bytes["official"])
+    w6 = r["w6"]
+    w6_bytes = {k: w6[k]["db_bytes"] for k in ("official", "ours")}
+    add(f"W6 database bytes, {r['meta']['scale']['w6_steps']:,}-step chat", _mb(w6_bytes["official"]),
+        _mb(w6_bytes["ours"]), f"ours / official = 1/{w6_bytes['official'] / w6_bytes['ours']:.1f}", "(measured)", True)
+    w6_ms = {op: {k: w6[k][op]["ms"]["median"] for k in KINDS} for op in ("get_state", "full_history")}
+    ratio = w6_ms["get_state"]["ours"] / w6_ms["get_state"]["official"]
+    add("W6 get_state, ms", _num(w6_ms["get_state"]["official"]), _num(w6_ms["get_state"]["ours"]),
+        f"ours / official = {ratio:.2f}", "≤ 1.2", ratio <= 1.2)
+    speedup = w6_ms["full_history"]["official"] / w6_ms["full_history"]["ours"]
+    add("W6 full get_state_history, ms", _num(w6_ms["full_history"]["official"]),
+        _num(w6_ms["full_history"]["ours"]), f"{speedup:.1f}x faster", "≥ 5x faster", speedup >= 5,
+        f"{w6_ms['full_history']['official'] / w6_ms['full_history']['memory']:.1f}x")
 
     w2 = r["w2"]
     pg = {k: w2[k]["db_bytes"] for k in ("official", "ours")}
@@ -257,6 +278,16 @@ def _w5(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
             "is n). Per-call columns give the range seen over every call.", "", *_table(head, rows)]
 
 
+def _w6(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
+    rows = []
+    for k in KINDS:
+        cells = [_cell(w[k][op]["ms"]) for op in ("get_state", "full_history")]
+        rows.append([LABELS[k], _mb(w[k]["db_bytes"]), f"{w[k]['build_seconds']:.1f}", *cells])
+    head = ["saver", "database bytes", "build, s", "get_state, ms", "full get_state_history, ms"]
+    return [f"## W6 long chat thread: {scale['w6_steps']:,} super-steps, one `add_messages` message "
+            "(~300 characters) each", "", *_table(head, rows), "Chart: `w6_bytes_by_length.png`.", ""]
+
+
 def _span(values: list[int]) -> str:
     return str(values[0]) if values[0] == values[-1] else f"{values[0]}–{values[-1]}"
 
@@ -265,19 +296,38 @@ def _span(values: list[int]) -> str:
 
 
 def chart(w1: dict[str, Any], path: Path) -> None:
+    lines = {}
+    for k in KINDS:
+        runs = [run["step_seconds"] for run in w1[k]["runs"]]
+        per_step = [percentile([run[i] for run in runs], 50) * 1e3 for i in range(len(runs[0]))]
+        lines[LABELS[k]] = (range(1, len(per_step) + 1), per_step)
+    _plot(lines, path, title="W1 growing state: time per super-step along one thread",
+          xlabel="super-step (the list channel grows ~1 KB a step)", ylabel="ms per super-step (median of runs)")
+
+
+def bytes_chart(w6: dict[str, Any], path: Path) -> None:
+    lines = {}
+    for k in ("official", "ours"):
+        steps, sizes = zip(*w6[k]["bytes_by_step"]) if w6[k]["bytes_by_step"] else ((), ())
+        lines[LABELS[k]] = (steps, [b / 1e6 for b in sizes])
+    _plot(lines, path, title="W6: database bytes against thread length", marker="o",
+          xlabel="super-steps (one ~300-character message each)",
+          ylabel="database bytes, MB (every table the saver owns)")
+
+
+def _plot(lines: dict[str, tuple[Any, Any]], path: Path, *, title: str, xlabel: str, ylabel: str,
+          marker: str | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 5), dpi=120)
-    for k in KINDS:
-        runs = [run["step_seconds"] for run in w1[k]["runs"]]
-        per_step = [percentile([run[i] for run in runs], 50) * 1e3 for i in range(len(runs[0]))]
-        ax.plot(range(1, len(per_step) + 1), per_step, label=LABELS[k], linewidth=1.2)
-    ax.set_xlabel("super-step (the list channel grows ~1 KB a step)")
-    ax.set_ylabel("ms per super-step (median of runs)")
-    ax.set_title("W1 growing state: time per super-step along one thread")
+    for label, (xs, ys) in lines.items():
+        ax.plot(xs, ys, label=label, linewidth=1.2, marker=marker, markersize=3)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left")

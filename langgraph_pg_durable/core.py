@@ -211,10 +211,10 @@ class SaverCore(BaseCheckpointSaver[str]):
         memo = query.memo or {}
         return [(ref, where) for ref, where in wanted if ref.key not in memo]
 
-    def _attach_objects(self, query: Query[Any], fetched: Sequence[Any], payloads: Mapping[str, bytes]) -> list[Any]:
+    def _attach_objects(self, query: Query[Any], fetched: Sequence[Any], payloads: Mapping[str, bytes]) -> Sequence[Any]:
         """The rows with their objects' bytes in place; remembers this statement's payloads."""
         if query.references is None:
-            return list(fetched)
+            return fetched
         if query.memo is not None:
             payloads = {**query.memo, **payloads}
             query.memo.clear()

@@ -57,8 +57,8 @@ class HistoryScan:
         self.done = limit is not None and limit <= 0
         self.values: dict[ValueKey, Any] = {}
         self.payloads: dict[str, bytes] = {}  # offloaded bytes of the last page, by object key
-        # Decoded list items by (thread, namespace): a list's items are decoded once per scan.
-        self.items: dict[tuple[str, str], dict[tuple[str, str, int], Any]] = {}
+        # Decoded list items by (thread, namespace), then channel: decoded once per scan.
+        self.items: dict[tuple[str, str], dict[str, dict[tuple[str, int], Any]]] = {}
         self._requested = 0
 
         wheres: list[str] = []
@@ -172,7 +172,7 @@ class HistoryScan:
         list_rows: dict[tuple[str, str], dict[tuple[str, str], list_layout.StoredList]] = {}
         raw_items: dict[tuple[str, str], dict[tuple[str, str, int], tuple[str, bytes | None]]] = {}
         wanted: dict[tuple[str, str], list[tuple[str, str]]] = {}
-        for part, thread_id, ns, checkpoint_id, a, b, c, n, type_, data in detail_rows:
+        for part, thread_id, ns, checkpoint_id, a, b, c, n, type_, data, *_refs in detail_rows:
             lane = (thread_id, ns)
             if part in ("v", "l") and type_ == list_layout.LIST_TYPE:
                 chain = checkpoint_id.split(list_layout.CHAIN_SEPARATOR) if checkpoint_id else ()

@@ -2,8 +2,8 @@
 
 A value whose serialized form exceeds the threshold is stored once in the object store
 under a key derived from its SHA-256; the row keeps that key, the hash and the size.
-Read rows end with (object_key, object_sha256, object_size): `attach` swaps them for the
-fetched bytes so the row decoders see inline data either way.
+Read rows end with (object_key, object_sha256, object_size): `attach` puts the fetched
+bytes in the value column so the row decoders see inline data either way.
 """
 
 from __future__ import annotations
@@ -97,13 +97,15 @@ def references(rows: Sequence[Sequence[Any]]) -> list[tuple[int, ObjectRef]]:
     ]
 
 
-def attach(rows: Sequence[Sequence[Any]], payloads: Mapping[str, bytes]) -> list[tuple[Any, ...]]:
-    """Rows without their reference columns, each offloaded value replaced by its bytes."""
-    out = []
-    for row in rows:
-        key = row[-3]
-        if key is None:
-            out.append(tuple(row[:-REF_COLUMNS]))
-        else:
-            out.append((*row[:-REF_COLUMNS - 1], payloads[key]))
-    return out
+def attach(rows: Sequence[Sequence[Any]], payloads: Mapping[str, bytes]) -> Sequence[Sequence[Any]]:
+    """Rows with each offloaded value's bytes in place of its NULL `value` column.
+
+    The reference columns stay at the end (row decoders ignore them); rows without a
+    reference are passed through untouched, so a result with none costs nothing.
+    """
+    if not payloads:
+        return rows
+    return [
+        row if row[-3] is None else (*row[:-REF_COLUMNS - 1], payloads[row[-3]], *row[-REF_COLUMNS:])
+        for row in rows
+    ]

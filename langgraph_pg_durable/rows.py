@@ -482,7 +482,7 @@ def tuple_from_union(
     list_rows: dict[tuple[str, str], list_layout.StoredList] = {}
     raw_items: dict[tuple[str, str, int], tuple[str, bytes | None]] = {}
     wanted: list[tuple[str, str]] = []
-    for part, a, b, c, n, doc, meta, chs, vers, type_, data in rows:
+    for part, a, b, c, n, doc, meta, chs, vers, type_, data, *_refs in rows:
         if part == "c":
             row = CheckpointRow(key.thread_id, key.checkpoint_ns, a, b, load_json(doc), load_json(meta), data, chs, vers)
         elif part in ("v", "l") and type_ == list_layout.LIST_TYPE:
@@ -504,5 +504,6 @@ def tuple_from_union(
     states = []
     for (channel, version), (value, state) in restored.items():
         values[(channel, version)] = value
-        states.append((channel, state))
+        if state is not None:
+            states.append((channel, state))
     return build_tuple(serde, row, values, writes), states

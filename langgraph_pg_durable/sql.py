@@ -156,11 +156,12 @@ FROM links
 UNION ALL
 SELECT 'i', i.channel, i.version, NULL, i.idx, NULL, NULL, NULL, NULL, i.type, i.value,
        i.object_key, i.object_sha256, i.object_size
-FROM unnest((SELECT array_agg(channel ORDER BY channel, version) FROM item_keys)::text[],
-            (SELECT array_agg(version ORDER BY channel, version) FROM item_keys)::text[]) AS k(channel, version)
-JOIN {s}.channel_items i
-  ON i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
- AND i.channel = k.channel AND i.version = k.version
+-- One range scan per list channel, kept by a hashed lookup of the versions its rows use:
+-- a thousand items cost one index walk, not a thousand probes.
+FROM {s}.channel_items i
+WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
+  AND i.channel = ANY((SELECT array_agg(DISTINCT channel) FROM item_keys)::text[])
+  AND (i.channel, i.version) IN (SELECT channel, version FROM item_keys)
 UNION ALL
 SELECT 'w', w.task_id, w.channel, w.task_path, w.idx, NULL, NULL, NULL, NULL, w.type, w.value,
        w.object_key, w.object_sha256, w.object_size
