@@ -33,3 +33,7 @@ class ObjectStoreError(DurableCheckpointError):
 
 class ObjectIntegrityError(DurableCheckpointError):
     """An offloaded value is missing from the object store, or its bytes do not match its SHA-256."""
+
+
+class ListIntegrityError(DurableCheckpointError):
+    """A list stored as deltas cannot be rebuilt: a row of its chain or one of its items is missing."""

@@ -29,7 +29,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from .errors import DurableCheckpointError
+from .errors import ListIntegrityError
 from .offload import ObjectRef, Placement, Upload
 
 LIST_TYPE = "langgraph-pg-durable/list-v1"
@@ -38,10 +38,6 @@ DEFAULT_SNAPSHOT_EVERY = 16
 
 Segment = tuple[str, int, int]  # version whose items these are, first idx, count
 Location = tuple[str, int]  # version, idx
-
-
-class ListIntegrityError(DurableCheckpointError):
-    """A stored list cannot be rebuilt: a row of its chain or one of its items is missing."""
 
 
 class ListState:
