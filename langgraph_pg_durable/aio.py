@@ -187,7 +187,11 @@ class AsyncDurablePostgresSaver(SaverCore):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await self._execute(self._put_query(config, checkpoint, metadata, new_versions))
+        stored = await self._execute(self._put_query(config, checkpoint, metadata, new_versions))
+        if stored is None:  # a list version it extended was pruned meanwhile: store snapshots
+            stored = await self._execute(self._put_query(config, checkpoint, metadata, new_versions, use_memory=False))
+        assert stored is not None
+        return stored
 
     async def aput_writes(
         self,

@@ -115,9 +115,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         self._details_sql = self.sql.page_details()
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
-        version = rows.next_version(current)
-        self.lists.memory.made_from(version, current)  # which stored list a new version may extend
-        return version
+        return rows.next_version(current)
 
     # -- Query builders ---------------------------------------------------------------
 
@@ -127,15 +125,23 @@ class SaverCore(BaseCheckpointSaver[str]):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> Query[RunnableConfig]:
+        *,
+        use_memory: bool = True,
+    ) -> Query[RunnableConfig | None]:
+        """The put; its decode gives None when a list base it relies on has vanished (then
+        `_put_again_query` builds the same put with snapshots only)."""
         params, next_config, uploads, states = rows.put_params(
-            self.serde, config, checkpoint, metadata, new_versions, self.placement, self.lists
+            self.serde, config, checkpoint, metadata, new_versions, self.placement, self.lists, use_memory
         )
         where = f"put of checkpoint {params['checkpoint_id']!r} on thread {params['thread_id']!r}"
-        thread_id, ns = params["thread_id"], params["checkpoint_ns"]
+        thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
 
-        def stored(_rows: Sequence[Any]) -> RunnableConfig:
+        def stored(fetched: Sequence[Any]) -> RunnableConfig | None:
+            if not fetched:
+                self.lists.memory.forget(thread_id, ns)
+                return None
             self._remember_lists(thread_id, ns, states)
+            self.lists.memory.holds(thread_id, ns, checkpoint_id, checkpoint["channel_versions"])
             return next_config
 
         return Query(where, self._put_sql, params, stored, uploads)
@@ -170,6 +176,10 @@ class SaverCore(BaseCheckpointSaver[str]):
         self, key: rows.CheckpointKey, found: CheckpointTuple | None, states: Sequence[tuple[str, ListState]]
     ) -> CheckpointTuple | None:
         self._remember_lists(key.thread_id, key.checkpoint_ns, states)
+        if found is not None:
+            self.lists.memory.holds(
+                key.thread_id, key.checkpoint_ns, found.checkpoint["id"], found.checkpoint["channel_versions"]
+            )
         return found
 
     def _history_scan(

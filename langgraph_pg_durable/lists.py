@@ -92,6 +92,7 @@ class ListRow:
     items: list[ItemRow]
     uploads: list[Upload]
     state: ListState
+    needs: tuple[str, ...]  # stored versions of the channel it relies on (must still exist)
 
 
 def digest(type_: str, data: bytes) -> bytes:
@@ -109,22 +110,26 @@ def plan(
     channel: str,
     version: str,
     value: list[Any],
-    base: ListState | None,
+    bases: Sequence[ListState],
     snapshot_every: int,
     placement: Placement,
     where: str,
     dump: Any,
 ) -> ListRow:
-    """The rows that store `value` as version `version`: a delta on `base` when it is a pure
-    append within the chain limit, else a snapshot reusing `base`'s stored items."""
+    """The rows that store `value` as version `version`: a delta on the first of `bases`
+    (recent versions of the channel, newest first) that it extends by pure appends within
+    the chain limit, else a snapshot reusing whatever items those versions already stored.
+
+    Any base whose items are a prefix of `value` is correct, whichever checkpoint holds it:
+    the delta says "that version's list, then these items".
+    """
     # Digests come from a deterministic serialization: under EncryptedSerializer the
     # inner serializer's, since ciphertext differs on every call.
     plain_serde = getattr(serde, "serde", serde) if isinstance(serde, EncryptedSerializer) else serde
     plain = [dump(plain_serde, item, channel=channel, where=where) for item in value]
     digests = tuple(digest(t, d) for t, d in plain)
-    appended_from = None
-    if base is not None and len(digests) >= len(base.digests) and digests[: len(base.digests)] == base.digests:
-        appended_from = len(base.digests)
+    base = next((b for b in bases if _extends(digests, b.digests)), None)
+    appended_from = None if base is None else len(base.digests)
 
     items: list[ItemRow] = []
     uploads: list[Upload] = []
@@ -138,14 +143,16 @@ def plan(
             uploads.append(Upload(ref, data, f"put of {where}, item {item_index}"))
         return version, idx
 
-    if appended_from is not None and base is not None and len(base.chain) + 1 < snapshot_every:
+    if base is not None and appended_from is not None and len(base.chain) + 1 < snapshot_every:
         chain = (*base.chain, base.version)
         own = [store(i) for i in range(appended_from, len(plain))]
         locations = base.locations + tuple(own)
         segments = _segments(own)
     else:
         chain = ()
-        known = {} if base is None else dict(zip(base.digests, base.locations))
+        known: dict[bytes, Location] = {}
+        for other in reversed(bases):  # newest last: its locations win
+            known.update(zip(other.digests, other.locations))
         placed = []
         for i, d in enumerate(digests):
             if d not in known:
@@ -156,7 +163,14 @@ def plan(
     item_versions = tuple(dict.fromkeys(s[0] for s in segments))
     state = ListState(version, chain, digests, locations)
     body = orjson.dumps({"s": segments})
-    return ListRow(body, chain, item_versions, items, uploads, state)
+    # A snapshot reusing stored items relies on the base rows that hold them.
+    reused = any(location[0] != version for location in locations)
+    needs = chain if chain else tuple(b.version for b in bases) if reused else ()
+    return ListRow(body, chain, item_versions, items, uploads, state, needs)
+
+
+def _extends(digests: Sequence[bytes], base: Sequence[bytes]) -> bool:
+    return len(digests) >= len(base) and tuple(digests[: len(base)]) == tuple(base)
 
 
 def _segments(locations: Sequence[Location]) -> list[Segment]:
@@ -286,37 +300,46 @@ def _decode_all(serde: SerializerProtocol, load: Any,
 
 
 class ListMemory:
-    """Recent list versions by (thread, namespace, channel, version), and which version each
-    new version was made from (recorded by get_next_version). Bounded; only saves work."""
+    """Recent list versions stored or read, and which version of each channel recent
+    checkpoints hold. Bounded; it only saves work: without it a put writes a snapshot.
 
-    def __init__(self, max_versions: int = 512, max_parents: int = 8192) -> None:
+    A new version only ever extends the version its parent checkpoint holds: that row
+    and its chain are kept by prune as long as the parent survives, which a version
+    that merely looks like a prefix (another branch, a pruned one) does not promise.
+    """
+
+    def __init__(self, max_states: int = 1024, max_checkpoints: int = 4096) -> None:
         self._states: OrderedDict[tuple[str, str, str, str], ListState] = OrderedDict()
-        self._parents: OrderedDict[str, str] = OrderedDict()
-        self._max_versions = max_versions
-        self._max_parents = max_parents
+        self._held: OrderedDict[tuple[str, str, str], dict[str, str]] = OrderedDict()
+        self._max_states = max_states
+        self._max_checkpoints = max_checkpoints
         self._lock = threading.Lock()
 
-    def made_from(self, new: str, current: Any) -> None:
-        if current is None:
-            return
+    def holds(self, thread_id: str, ns: str, checkpoint_id: str, versions: Mapping[str, Any]) -> None:
+        """Record the channel versions a checkpoint holds."""
         with self._lock:
-            self._parents[new] = str(current)
-            if len(self._parents) > self._max_parents:
-                self._parents.popitem(last=False)
+            self._held[(thread_id, ns, checkpoint_id)] = {k: str(v) for k, v in versions.items()}
+            while len(self._held) > self._max_checkpoints:
+                self._held.popitem(last=False)
 
-    def base(self, thread_id: str, ns: str, channel: str, version: str) -> ListState | None:
+    def forget(self, thread_id: str, ns: str) -> None:
+        """Drop what is known of a thread's lists (a base turned out to be gone)."""
         with self._lock:
-            parent = self._parents.get(version)
-            if parent is None:
-                return None
-            state = self._states.get((thread_id, ns, channel, parent))
-            if state is not None:
-                self._states.move_to_end((thread_id, ns, channel, parent))
-            return state
+            for key in [k for k in self._states if k[:2] == (thread_id, ns)]:
+                del self._states[key]
+
+    def bases(self, thread_id: str, ns: str, parent_id: str | None, channel: str) -> list[ListState]:
+        """The state of the channel's version in the parent checkpoint, if known."""
+        if parent_id is None:
+            return []
+        with self._lock:
+            version = self._held.get((thread_id, ns, parent_id), {}).get(channel)
+            state = None if version is None else self._states.get((thread_id, ns, channel, version))
+            return [] if state is None else [state]
 
     def remember(self, thread_id: str, ns: str, channel: str, state: ListState) -> None:
         with self._lock:
             self._states[(thread_id, ns, channel, state.version)] = state
             self._states.move_to_end((thread_id, ns, channel, state.version))
-            while len(self._states) > self._max_versions:
+            while len(self._states) > self._max_states:
                 self._states.popitem(last=False)

@@ -231,6 +231,7 @@ def put_params(
     new_versions: ChannelVersions,
     placement: Placement,
     lists: ListPolicy,
+    use_memory: bool = True,
 ) -> tuple[dict[str, Any], RunnableConfig, list[Upload], list[tuple[str, ListState]]]:
     """Parameters of `Statements.put`, the config that `put` returns, the objects to store
     first, and the list versions it stores (for the writer's memory)."""
@@ -246,6 +247,7 @@ def put_params(
     items: list[ItemRow] = []
     uploads: list[Upload] = []
     states: list[tuple[str, ListState]] = []
+    needed: list[tuple[str, str]] = []
     for channel, version in new_versions.items():
         if channel not in values:
             continue
@@ -254,9 +256,9 @@ def put_params(
         what = f"{where}, channel {channel!r}"
         value = values[channel]
         if list_layout.usable(value, version, lists.snapshot_every):
-            base = lists.memory.base(key.thread_id, key.checkpoint_ns, channel, version)
+            bases = [] if not use_memory else lists.memory.bases(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel)
             row = list_layout.plan(
-                serde, channel=channel, version=version, value=value, base=base,
+                serde, channel=channel, version=version, value=value, bases=bases,
                 snapshot_every=lists.snapshot_every, placement=placement, where=what, dump=dump_value,
             )
             type_, inline, ref = list_layout.LIST_TYPE, row.value, None
@@ -265,6 +267,7 @@ def put_params(
             items.extend(row.items)
             uploads.extend(row.uploads)
             states.append((channel, row.state))
+            needed.extend((channel, v) for v in row.needs)
         else:
             type_, data = dump_value(serde, value, channel=channel, where=where)
             inline, ref = placement.place(data, where=f"the value of {what}")
@@ -313,6 +316,8 @@ def put_params(
         "types": TextArray(types),
         "values": ByteaArray(blobs),
         **_ref_params(refs),
+        "base_channels": TextArray(c for c, _ in needed),
+        "base_versions": TextArray(v for _, v in needed),
         "list_chains": TextArray(chains),
         "item_versions": TextArray(item_versions),
         **_item_params(items),

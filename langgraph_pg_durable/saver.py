@@ -183,7 +183,11 @@ class DurablePostgresSaver(SaverCore):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self._execute(self._put_query(config, checkpoint, metadata, new_versions))
+        stored = self._execute(self._put_query(config, checkpoint, metadata, new_versions))
+        if stored is None:  # a list version it extended was pruned meanwhile: store snapshots
+            stored = self._execute(self._put_query(config, checkpoint, metadata, new_versions, use_memory=False))
+        assert stored is not None
+        return stored
 
     def put_writes(
         self,

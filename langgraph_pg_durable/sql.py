@@ -35,7 +35,17 @@ class Statements:
     def put(self) -> str:
         s = self.q
         return f"""
-WITH stored_values AS (
+-- The stored list versions this put's deltas extend (or whose items its snapshots reuse)
+-- must still be there: if one was pruned meanwhile, nothing is written and the caller
+-- sends the put again with snapshots.
+WITH missing_bases AS (
+    SELECT 1 FROM unnest(%(base_channels)b::text[], %(base_versions)b::text[]) AS b(channel, version)
+    WHERE NOT EXISTS (
+        SELECT 1 FROM {s}.channel_values v
+        WHERE v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
+          AND v.channel = b.channel AND v.version = b.version)
+    LIMIT 1
+), stored_values AS (
     INSERT INTO {s}.channel_values (
         thread_id, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size,
         list_chain, item_versions)
@@ -46,6 +56,7 @@ WITH stored_values AS (
                 %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[],
                 %(list_chains)b::text[], %(item_versions)b::text[])
         AS v(channel, version, type, value, object_key, object_sha256, object_size, list_chain, item_versions)
+    WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
 ), stored_items AS (
     INSERT INTO {s}.channel_items (
@@ -56,15 +67,17 @@ WITH stored_values AS (
                 %(item_values)b::bytea[], %(item_object_keys)b::text[], %(item_object_shas)b::text[],
                 %(item_object_sizes)b::int8[])
         AS i(channel, version, idx, type, value, object_key, object_sha256, object_size)
+    WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version, idx) DO NOTHING
 )
 INSERT INTO {s}.checkpoints (
     thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
     checkpoint, value_channels, value_versions, metadata, metadata_exact)
-VALUES (
+SELECT
     %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_checkpoint_id)s, %(run_id)s,
     %(step)s, %(source)s, %(checkpoint)s::jsonb, %(value_channels)b::text[],
-    %(value_versions)b::text[], %(metadata)s::jsonb, %(metadata_exact)s)
+    %(value_versions)b::text[], %(metadata)s::jsonb, %(metadata_exact)s
+WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
     parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
     run_id = EXCLUDED.run_id,
@@ -74,7 +87,8 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
     value_channels = EXCLUDED.value_channels,
     value_versions = EXCLUDED.value_versions,
     metadata = EXCLUDED.metadata,
-    metadata_exact = EXCLUDED.metadata_exact"""
+    metadata_exact = EXCLUDED.metadata_exact
+RETURNING 1"""
 
     def put_writes(self, *, replace: bool) -> str:
         """Insert a task's writes; `replace` (special channels only) overwrites a retry's rows."""
@@ -139,6 +153,10 @@ item_keys AS MATERIALIZED (
     SELECT DISTINCT r.channel, x.version
     FROM (SELECT channel, item_versions FROM vals UNION ALL SELECT channel, item_versions FROM links) AS r,
          unnest(r.item_versions) AS x(version)
+),
+-- One aggregate, so the two arrays are aligned.
+item_arrays AS MATERIALIZED (
+    SELECT array_agg(channel) AS channels, array_agg(version) AS versions FROM item_keys
 )
 SELECT 'c' AS part, t.checkpoint_id AS a, t.parent_checkpoint_id AS b, NULL::text AS c,
        NULL::int AS n, t.checkpoint AS doc, t.metadata AS meta, t.value_channels AS chs,
@@ -156,12 +174,13 @@ FROM links
 UNION ALL
 SELECT 'i', i.channel, i.version, NULL, i.idx, NULL, NULL, NULL, NULL, i.type, i.value,
        i.object_key, i.object_sha256, i.object_size
--- One range scan per list channel, kept by a hashed lookup of the versions its rows use:
--- a thousand items cost one index walk, not a thousand probes.
-FROM {s}.channel_items i
-WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
-  AND i.channel = ANY((SELECT array_agg(DISTINCT channel) FROM item_keys)::text[])
-  AND (i.channel, i.version) IN (SELECT channel, version FROM item_keys)
+-- Primary-key probes, whatever plan the statistics (or a generic plan) would favour:
+-- a scan of channel_items would read every thread's items.
+FROM unnest((SELECT channels FROM item_arrays)::text[], (SELECT versions FROM item_arrays)::text[])
+    AS k(channel, version)
+JOIN {s}.channel_items i
+  ON i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
+ AND i.channel = k.channel AND i.version = k.version
 UNION ALL
 SELECT 'w', w.task_id, w.channel, w.task_path, w.idx, NULL, NULL, NULL, NULL, w.type, w.value,
        w.object_key, w.object_sha256, w.object_size
