@@ -6,6 +6,7 @@ thread is read: `get_state` and the full `get_state_history`.
 
 from __future__ import annotations
 
+import random
 import time
 import uuid
 from contextlib import ExitStack
@@ -16,6 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 from .env import KINDS, Bench
+from .graphs import WORDS
 from .stats import alternate, summary
 
 MESSAGE_CHARS = 300
@@ -29,7 +31,9 @@ class Chat(TypedDict):
 def chat(checkpointer: Any, steps: int) -> Any:
     def answer(state: Chat) -> dict:
         step = state["step"] + 1
-        text = f"answer {step}: " + ("lorem ipsum dolor sit amet " * 12)[:MESSAGE_CHARS]
+        # Seeded random words: text that compresses about as well as real messages do.
+        rng = random.Random(step)
+        text = f"answer {step}: " + " ".join(rng.choice(WORDS) for _ in range(MESSAGE_CHARS // 4))[:MESSAGE_CHARS]
         return {"messages": [AIMessage(text, id=f"m{step}")], "step": step}
 
     graph = StateGraph(Chat)
