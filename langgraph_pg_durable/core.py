@@ -25,7 +25,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from . import rows
 from .errors import ConfigError
 from .history import HistoryScan
-from .lists import DEFAULT_SNAPSHOT_EVERY, ListMemory, ListPolicy, ListState
+from .lists import DEFAULT_SNAPSHOT_EVERY, ItemCache, ListMemory, ListPolicy, ListState
 from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, gc_cutoff, open_store
 from .offload import DEFAULT_THRESHOLD, ObjectRef, Placement, Upload, attach
 from .retry import RetryPolicy
@@ -86,6 +86,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         object_cache_bytes: int = DEFAULT_CACHE_BYTES,
         object_reuse_window: timedelta = DEFAULT_REUSE_WINDOW,
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        list_cache_bytes: int = 64 << 20,
     ) -> None:
         super().__init__(serde=serde)
         quote_schema(schema)  # refuse a bad name before any I/O
@@ -94,6 +95,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         if not isinstance(snapshot_every, int) or isinstance(snapshot_every, bool) or snapshot_every < 1:
             raise ConfigError(f"snapshot_every must be a whole number >= 1 (1 keeps lists whole), got {snapshot_every!r}")
         self.lists = ListPolicy(snapshot_every, ListMemory())
+        self.items = ItemCache(list_cache_bytes)
         store = open_store(object_store, object_store_options)
         self.objects = (
             ObjectStorage(store, cache_bytes=object_cache_bytes, reuse_window=object_reuse_window)
@@ -135,6 +137,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         )
         where = f"put of checkpoint {params['checkpoint_id']!r} on thread {params['thread_id']!r}"
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
+        groups = rows.inline_item_groups(params)
 
         def stored(fetched: Sequence[Any]) -> RunnableConfig | None:
             if not fetched:
@@ -142,6 +145,8 @@ class SaverCore(BaseCheckpointSaver[str]):
                 return None
             self._remember_lists(thread_id, ns, states)
             self.lists.memory.holds(thread_id, ns, checkpoint_id, checkpoint["channel_versions"])
+            for (channel, version), group in groups.items():
+                self.items.add(thread_id, ns, channel, version, group)
             return next_config
 
         return Query(where, self._put_sql, params, stored, uploads)
@@ -164,18 +169,25 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = rows.parse_config(config)
+        held = self.items.held(key.thread_id, key.checkpoint_ns)
         return Query(
             f"get_tuple on thread {key.thread_id!r}",
             self._get_sql[key.checkpoint_id is not None],
-            rows.get_tuple_params(key),
-            lambda fetched: self._restored(key, *rows.tuple_from_union(self.serde, key, fetched)),
+            rows.get_tuple_params(key, held),
+            lambda fetched: self._restored(key, *rows.tuple_from_union(self.serde, key, fetched, held)),
             references=lambda fetched: rows.get_tuple_references(key, fetched),
         )
 
     def _restored(
-        self, key: rows.CheckpointKey, found: CheckpointTuple | None, states: Sequence[tuple[str, ListState]]
+        self,
+        key: rows.CheckpointKey,
+        found: CheckpointTuple | None,
+        states: Sequence[tuple[str, ListState]],
+        fetched: Mapping[tuple[str, str], Any],
     ) -> CheckpointTuple | None:
         self._remember_lists(key.thread_id, key.checkpoint_ns, states)
+        for (channel, version), group in fetched.items():
+            self.items.add(key.thread_id, key.checkpoint_ns, channel, version, group)
         if found is not None:
             self.lists.memory.holds(
                 key.thread_id, key.checkpoint_ns, found.checkpoint["id"], found.checkpoint["channel_versions"]

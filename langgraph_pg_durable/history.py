@@ -170,7 +170,7 @@ class HistoryScan:
         fresh: dict[ValueKey, Any] = {}
         writes: dict[tuple[str, str, str], list[WriteRow]] = {}
         list_rows: dict[tuple[str, str], dict[tuple[str, str], list_layout.StoredList]] = {}
-        raw_items: dict[tuple[str, str], dict[tuple[str, str, int], tuple[str, bytes | None]]] = {}
+        raw_items: dict[tuple[str, str], dict[tuple[str, str], list_layout.RawItems]] = {}
         wanted: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for part, thread_id, ns, checkpoint_id, a, b, c, n, type_, data, *_refs in detail_rows:
             lane = (thread_id, ns)
@@ -182,7 +182,7 @@ class HistoryScan:
             elif part == "v":
                 fresh[(thread_id, ns, a, b)] = load_value(self.serde, type_, data)
             elif part == "i":
-                raw_items.setdefault(lane, {})[(a, b, n)] = (type_, data)
+                raw_items.setdefault(lane, {}).setdefault((a, b), {})[n] = (type_, data or b"")
             elif part == "w":
                 writes.setdefault((thread_id, ns, checkpoint_id), []).append((a, b, c, n, type_, data))
         for (thread_id, ns), keys in wanted.items():

@@ -37,6 +37,7 @@ CHAIN_SEPARATOR = "\x1f"  # joins a chain's versions into one text parameter
 DEFAULT_SNAPSHOT_EVERY = 16
 
 Segment = tuple[str, int, int]  # version whose items these are, first idx, count
+RawItems = dict[int, tuple[str, bytes]]  # idx -> (serializer type, bytes) of one version's items
 Location = tuple[str, int]  # version, idx
 
 
@@ -199,16 +200,16 @@ def stored(chain: Sequence[str] | None, body: bytes) -> StoredList:
     return StoredList(tuple(chain or ()), tuple((v, s, c) for v, s, c in orjson.loads(body)["s"]))
 
 
-def rebuild(
+def locate(
     version: str,
     rows: Mapping[str, StoredList],
-    items: Mapping[Location, Any],
+    present: Mapping[Location, Any],
     *,
     where: str,
-) -> tuple[list[Any], tuple[Location, ...]]:
-    """The list stored as `version` (decoded items) and where each item lives.
+) -> list[Location]:
+    """Where each item of the list stored as `version` lives, in list order.
 
-    `rows` holds the channel's list rows by version, `items` its decoded items; anything
+    `rows` holds the channel's list rows by version, `present` the items at hand; anything
     missing raises ListIntegrityError naming `where`, never a shorter or other list.
     """
     row = rows.get(version)
@@ -225,12 +226,10 @@ def rebuild(
         segments.extend(linked.segments)
     segments.extend(row.segments)
     locations = [(v, idx) for v, start, count in segments for idx in range(start, start + count)]
-    try:
-        values = [items[location] for location in locations]
-    except KeyError as missing:
-        item_version, idx = missing.args[0]
-        raise ListIntegrityError(f"{where}: item {idx} of version {item_version!r} is missing") from None
-    return values, tuple(locations)
+    for item_version, idx in locations:
+        if (item_version, idx) not in present:
+            raise ListIntegrityError(f"{where}: item {idx} of version {item_version!r} is missing")
+    return locations
 
 
 @dataclass(frozen=True)
@@ -247,56 +246,52 @@ def restore(
     *,
     wanted: Sequence[tuple[str, str]],
     rows: Mapping[tuple[str, str], StoredList],
-    raw_items: Mapping[tuple[str, str, int], tuple[str, bytes | None]],
+    raw_items: Mapping[tuple[str, str], RawItems],
     where: Any,
     decoded: dict[str, dict[Location, Any]] | None = None,
 ) -> dict[tuple[str, str], tuple[list[Any], ListState | None]]:
-    """Each wanted (channel, version) rebuilt from fetched rows and items.
+    """Each wanted (channel, version) rebuilt from its rows and its items' bytes.
 
-    With `decoded` (decoded items by channel, kept across the pages of a history walk so
-    each item is decoded once) no state is returned; without it, each list comes with the
-    ListState a writer needs to extend it. `where(channel, version)` names it for errors.
+    `raw_items` maps (channel, version) to that version's items. With `decoded` (decoded
+    items by channel, kept across the pages of a history walk so each item is decoded
+    once) lists share item objects and no state is returned; without it every item is
+    decoded afresh and each list comes with the ListState a writer needs to extend it.
+    `where(channel, version)` names a list for errors.
     """
     by_channel: dict[str, dict[str, StoredList]] = {}
     for (channel, version), row in rows.items():
         by_channel.setdefault(channel, {})[version] = row
-    raw_by_channel: dict[str, dict[Location, tuple[str, bytes | None]]] = {}
-    for (channel, version, idx), raw in raw_items.items():
-        raw_by_channel.setdefault(channel, {})[(version, idx)] = raw
-    caches = {} if decoded is None else decoded
     out: dict[tuple[str, str], tuple[list[Any], ListState | None]] = {}
     for channel, version in wanted:
-        raw = raw_by_channel.get(channel, {})
-        cache = caches.setdefault(channel, {})
-        fresh = {location: item for location, item in raw.items() if location not in cache}
-        if fresh:
-            cache.update(_decode_all(serde, load, fresh))
-        value, locations = rebuild(version, by_channel.get(channel, {}), cache, where=where(channel, version))
-        state = None
+        present: dict[Location, tuple[str, bytes]] = {
+            (v, idx): item for (c, v), items in raw_items.items() if c == channel for idx, item in items.items()
+        }
+        locations = locate(version, by_channel.get(channel, {}), present, where=where(channel, version))
         if decoded is None:
-            stored_bytes = [(raw[loc][0], raw[loc][1] or b"") for loc in locations]
-            state = ListState(version, by_channel[channel][version].chain, None, locations, stored_bytes)
-        out[(channel, version)] = (value, state)
+            value = _decode_all(serde, load, [present[loc] for loc in locations])
+            stored_bytes = [present[loc] for loc in locations]
+            state = ListState(version, by_channel[channel][version].chain, None, tuple(locations), stored_bytes)
+            out[(channel, version)] = (value, state)
+        else:
+            cache = decoded.setdefault(channel, {})
+            fresh = [loc for loc in dict.fromkeys(locations) if loc not in cache]
+            cache.update(zip(fresh, _decode_all(serde, load, [present[loc] for loc in fresh])))
+            out[(channel, version)] = ([cache[loc] for loc in locations], None)
     return out
 
 
-def _decode_all(serde: SerializerProtocol, load: Any,
-                raw: Mapping[Location, tuple[str, bytes | None]]) -> dict[Location, Any]:
-    """Decode items; plain msgpack items of the default serializer in one call, framed as
-    one msgpack array (the same bytes a whole list would have), which saves a Python call
-    per item on long lists."""
-    if len(raw) > 1 and type(serde) is JsonPlusSerializer and all(t == "msgpack" for t, _ in raw.values()):
-        locations = list(raw)
-        count = len(locations)
+def _decode_all(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str, bytes | None]]) -> list[Any]:
+    """Decode items in order; plain msgpack items of the default serializer in one call,
+    framed as one msgpack array (the bytes a whole list would have), which saves a
+    Python call per item on long lists."""
+    count = len(raw)
+    if count > 1 and type(serde) is JsonPlusSerializer and all(t == "msgpack" for t, _ in raw):
         header = bytes([0x90 | count]) if count < 16 else (
             b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16 else b"\xdd" + count.to_bytes(4, "big"))
-        values = serde.loads_typed(("msgpack", header + b"".join(raw[loc][1] or b"" for loc in locations)))
+        values = serde.loads_typed(("msgpack", header + b"".join(data or b"" for _, data in raw)))
         if isinstance(values, list) and len(values) == count:
-            return dict(zip(locations, values))
-    return {location: load(serde, type_, data) for location, (type_, data) in raw.items()}
-
-
-# -- the writer's memory -----------------------------------------------------------------------
+            return values
+    return [load(serde, type_, data) for type_, data in raw]
 
 
 class ListMemory:
@@ -343,3 +338,47 @@ class ListMemory:
             self._states.move_to_end((thread_id, ns, channel, state.version))
             while len(self._states) > self._max_states:
                 self._states.popitem(last=False)
+
+
+class ItemCache:
+    """Stored bytes of recent list items, by (thread, namespace), then (channel, version).
+
+    A version's items never change once written, so a read can skip fetching the groups
+    it holds (get_tuple sends their keys) and decode them from here. Bounded by bytes,
+    least recently used thread first; a group it lacks is simply fetched.
+    """
+
+    def __init__(self, max_bytes: int = 64 << 20, max_keys_per_read: int = 5000) -> None:
+        self.max_bytes = max_bytes
+        self.max_keys_per_read = max_keys_per_read
+        self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], RawItems]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def add(self, thread_id: str, ns: str, channel: str, version: str, items: RawItems) -> None:
+        size = sum(len(data) for _, data in items.values())
+        if not items or size > self.max_bytes // 8:
+            return
+        with self._lock:
+            groups = self._threads.setdefault((thread_id, ns), OrderedDict())
+            self._threads.move_to_end((thread_id, ns))
+            if (channel, version) in groups:
+                return
+            groups[(channel, version)] = items
+            self._bytes += size
+            while self._bytes > self.max_bytes and self._threads:
+                oldest_thread, oldest_groups = next(iter(self._threads.items()))
+                _, old = oldest_groups.popitem(last=False)
+                self._bytes -= sum(len(data) for _, data in old.values())
+                if not oldest_groups:
+                    del self._threads[oldest_thread]
+
+    def held(self, thread_id: str, ns: str) -> dict[tuple[str, str], RawItems]:
+        """The newest groups held for one thread and namespace: (channel, version) -> items."""
+        with self._lock:
+            groups = self._threads.get((thread_id, ns))
+            if not groups:
+                return {}
+            self._threads.move_to_end((thread_id, ns))
+            keys = list(groups)[-self.max_keys_per_read:]
+            return {key: groups[key] for key in keys}

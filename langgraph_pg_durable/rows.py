@@ -325,6 +325,19 @@ def put_params(
     return params, key.config(checkpoint_id), uploads, states
 
 
+def inline_item_groups(params: Mapping[str, Any]) -> dict[tuple[str, str], list_layout.RawItems]:
+    """The list items a put stores inline, grouped by (channel, version), for the item cache."""
+    groups: dict[tuple[str, str], list_layout.RawItems] = {}
+    offloaded = set()
+    for channel, version, idx, type_, data in zip(
+        params["item_channels"], params["item_of"], params["item_idx"], params["item_types"], params["item_values"]
+    ):
+        if data is None:
+            offloaded.add((channel, version))
+        groups.setdefault((channel, version), {})[idx] = (type_, data)
+    return {k: v for k, v in groups.items() if k not in offloaded}
+
+
 def _item_params(items: Sequence[ItemRow]) -> dict[str, Any]:
     """The channel_items rows a put introduces, as aligned arrays."""
     return {
@@ -452,11 +465,14 @@ def build_tuple(
     )
 
 
-def get_tuple_params(key: CheckpointKey) -> dict[str, Any]:
+def get_tuple_params(key: CheckpointKey, held: Mapping[tuple[str, str], Any] = {}) -> dict[str, Any]:
+    """Parameters of `Statements.get_tuple`; `held` item groups are not sent back."""
     return {
         "thread_id": key.thread_id,
         "checkpoint_ns": key.checkpoint_ns,
         "checkpoint_id": key.checkpoint_id,
+        "known_channels": TextArray(channel for channel, _ in held),
+        "known_versions": TextArray(version for _, version in held),
     }
 
 
@@ -477,15 +493,22 @@ def get_tuple_references(key: CheckpointKey, rows: Sequence[Sequence[Any]]) -> l
 
 
 def tuple_from_union(
-    serde: SerializerProtocol, key: CheckpointKey, rows: Sequence[Sequence[Any]]
-) -> tuple[CheckpointTuple | None, list[tuple[str, ListState]]]:
-    """Decode the rows of `Statements.get_tuple` (parts 'c', 'v', 'l', 'i', 'w'); also the
-    states of the list versions it rebuilt, for the writer's memory."""
+    serde: SerializerProtocol,
+    key: CheckpointKey,
+    rows: Sequence[Sequence[Any]],
+    held: Mapping[tuple[str, str], list_layout.RawItems] | None = None,
+) -> tuple[CheckpointTuple | None, list[tuple[str, ListState]], dict[tuple[str, str], list_layout.RawItems]]:
+    """Decode the rows of `Statements.get_tuple` (parts 'c', 'v', 'l', 'i', 'w').
+
+    `held` are item groups the statement was told not to send (the saver has their
+    bytes). Also returns the states of the lists it rebuilt, for the writer's memory,
+    and the item groups it fetched, for the saver's item cache.
+    """
     row = None
     values: dict[tuple[str, str], Any] = {}
     writes: list[WriteRow] = []
     list_rows: dict[tuple[str, str], list_layout.StoredList] = {}
-    raw_items: dict[tuple[str, str, int], tuple[str, bytes | None]] = {}
+    fetched: dict[tuple[str, str], list_layout.RawItems] = {}
     wanted: list[tuple[str, str]] = []
     for part, a, b, c, n, doc, meta, chs, vers, type_, data, *_refs in rows:
         if part == "c":
@@ -497,13 +520,13 @@ def tuple_from_union(
         elif part == "v":
             values[(a, b)] = load_value(serde, type_, data)
         elif part == "i":
-            raw_items[(a, b, n)] = (type_, data)
+            fetched.setdefault((a, b), {})[n] = (type_, data or b"")
         elif part == "w":
             writes.append((a, b, c, n, type_, data))
     if row is None:
-        return None, []
+        return None, [], fetched
     restored = list_layout.restore(
-        serde, load_value, wanted=wanted, rows=list_rows, raw_items=raw_items,
+        serde, load_value, wanted=wanted, rows=list_rows, raw_items={**(held or {}), **fetched},
         where=lambda ch, v: f"thread {key.thread_id!r}, checkpoint {row.checkpoint_id!r}, channel {ch!r}",
     )
     states = []
@@ -511,4 +534,4 @@ def tuple_from_union(
         values[(channel, version)] = value
         if state is not None:
             states.append((channel, state))
-    return build_tuple(serde, row, values, writes), states
+    return build_tuple(serde, row, values, writes), states, fetched

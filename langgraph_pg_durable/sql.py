@@ -149,10 +149,13 @@ links AS MATERIALIZED (
       ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
      AND v.channel = k.channel AND v.version = k.version
 ),
+-- Minus the item groups the caller already holds (items never change once written).
 item_keys AS MATERIALIZED (
-    SELECT DISTINCT r.channel, x.version
+    SELECT r.channel, x.version
     FROM (SELECT channel, item_versions FROM vals UNION ALL SELECT channel, item_versions FROM links) AS r,
          unnest(r.item_versions) AS x(version)
+    EXCEPT
+    SELECT k.channel, k.version FROM unnest(%(known_channels)b::text[], %(known_versions)b::text[]) AS k(channel, version)
 ),
 -- One aggregate, so the two arrays are aligned.
 item_arrays AS MATERIALIZED (

@@ -287,3 +287,20 @@ def test_a_chat_with_edits_and_removals_matches_the_in_memory_saver(
     assert run_result == want
     assert from_fresh == want
     assert [m.id for m in want[0]["messages"]][:6] == ["h0", "ai-h0", "h1", "ai-h1", "h2", "ai-h2"]
+
+
+def test_items_the_saver_holds_are_not_fetched_again_and_read_the_same(pg_dsn: str, schema_name: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=4) as warm:
+        warm.setup()
+        history = _grow(warm, "cached", 12)
+        config = {"configurable": {"thread_id": "cached"}}
+        query = warm._get_tuple_query(config)
+        assert len(query.params["known_versions"]) == 12  # every version's items are held
+        with warm.conn.connection() as conn:
+            assert not [row for row in warm._send(conn, query) if row[0] == "i"]  # none sent back
+        from_warm = warm.get_tuple(config)
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_cache_bytes=0) as cold:
+        assert cold._get_tuple_query(config).params["known_versions"] == []
+        from_cold = cold.get_tuple(config)
+    want = history.expected[history.order[-1][0]]
+    assert from_warm.checkpoint["channel_values"]["items"] == from_cold.checkpoint["channel_values"]["items"] == want
