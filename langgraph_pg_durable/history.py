@@ -57,8 +57,10 @@ class HistoryScan:
         self.done = limit is not None and limit <= 0
         self.values: dict[ValueKey, Any] = {}
         self.payloads: dict[str, bytes] = {}  # offloaded bytes of the last page, by object key
-        # Decoded list items by (thread, namespace), then channel: decoded once per scan.
+        # Decoded list items by (thread, namespace), then channel: decoded once per scan;
+        # the groups (thread, namespace, channel, version) they came in are not fetched again.
         self.items: dict[tuple[str, str], dict[str, dict[tuple[str, int], Any]]] = {}
+        self.item_groups: set[tuple[str, str, str, str]] = set()
         self._requested = 0
 
         wheres: list[str] = []
@@ -143,6 +145,10 @@ class HistoryScan:
             "w_threads": TextArray(r.thread_id for r in page),
             "w_namespaces": TextArray(r.checkpoint_ns for r in page),
             "w_checkpoints": TextArray(r.checkpoint_id for r in page),
+            "k_threads": TextArray(k[0] for k in self.item_groups),
+            "k_namespaces": TextArray(k[1] for k in self.item_groups),
+            "k_channels": TextArray(k[2] for k in self.item_groups),
+            "k_versions": TextArray(k[3] for k in self.item_groups),
         }
 
     def references(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[tuple[ObjectRef, str]]:
@@ -183,6 +189,7 @@ class HistoryScan:
                 fresh[(thread_id, ns, a, b)] = load_value(self.serde, type_, data)
             elif part == "i":
                 raw_items.setdefault(lane, {}).setdefault((a, b), {})[n] = (type_, data or b"")
+                self.item_groups.add((thread_id, ns, a, b))
             elif part == "w":
                 writes.setdefault((thread_id, ns, checkpoint_id), []).append((a, b, c, n, type_, data))
         for (thread_id, ns), keys in wanted.items():

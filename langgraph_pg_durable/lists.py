@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
+from collections import ChainMap, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -261,20 +261,27 @@ def restore(
     by_channel: dict[str, dict[str, StoredList]] = {}
     for (channel, version), row in rows.items():
         by_channel.setdefault(channel, {})[version] = row
+    present_by_channel: dict[str, dict[Location, tuple[str, bytes]]] = {}
+    for (channel, version), items in raw_items.items():
+        present_of = present_by_channel.setdefault(channel, {})
+        for idx, item in items.items():
+            present_of[(version, idx)] = item
     out: dict[tuple[str, str], tuple[list[Any], ListState | None]] = {}
     for channel, version in wanted:
-        present: dict[Location, tuple[str, bytes]] = {
-            (v, idx): item for (c, v), items in raw_items.items() if c == channel for idx, item in items.items()
-        }
-        locations = locate(version, by_channel.get(channel, {}), present, where=where(channel, version))
+        present = present_by_channel.get(channel, {})
+        cache = None if decoded is None else decoded.setdefault(channel, {})
+        # In a walk, items decoded on earlier pages were not fetched again: they count too.
+        at_hand = present if cache is None else ChainMap(present, cache)
+        locations = locate(version, by_channel.get(channel, {}), at_hand, where=where(channel, version))
         if decoded is None:
             value = _decode_all(serde, load, [present[loc] for loc in locations])
             stored_bytes = [present[loc] for loc in locations]
             state = ListState(version, by_channel[channel][version].chain, None, tuple(locations), stored_bytes)
             out[(channel, version)] = (value, state)
         else:
-            cache = decoded.setdefault(channel, {})
-            fresh = [loc for loc in dict.fromkeys(locations) if loc not in cache]
+            assert cache is not None
+            # Every fetched item, used here or not: the walk will not fetch its group again.
+            fresh = [loc for loc in present if loc not in cache]
             cache.update(zip(fresh, _decode_all(serde, load, [present[loc] for loc in fresh])))
             out[(channel, version)] = ([cache[loc] for loc in locations], None)
     return out

@@ -221,10 +221,13 @@ WITH vals AS MATERIALIZED (
       ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
      AND v.channel = k.channel AND v.version = k.version
 ), item_keys AS MATERIALIZED (
-    SELECT DISTINCT r.thread_id, r.checkpoint_ns, r.channel, x.version
+    SELECT r.thread_id, r.checkpoint_ns, r.channel, x.version
     FROM (SELECT thread_id, checkpoint_ns, channel, item_versions FROM vals
           UNION ALL SELECT thread_id, checkpoint_ns, channel, item_versions FROM links) AS r,
          unnest(r.item_versions) AS x(version)
+    EXCEPT  -- the item groups earlier pages of the same walk already brought
+    SELECT * FROM unnest(%(k_threads)b::text[], %(k_namespaces)b::text[], %(k_channels)b::text[],
+                         %(k_versions)b::text[])
 )
 SELECT 'v' AS part, thread_id, checkpoint_ns, array_to_string(list_chain, E'\x1f') AS checkpoint_id,
        channel AS a, version AS b, NULL::text AS c, NULL::int AS n, type, value,
