@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import ChainMap, OrderedDict
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -31,6 +31,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from .errors import ListIntegrityError
 from .offload import ObjectRef, Placement, Upload
+
+T = TypeVar("T")
 
 LIST_TYPE = "langgraph-pg-durable/list-v1"
 CHAIN_SEPARATOR = "\x1f"  # joins a chain's versions into one text parameter
@@ -200,17 +202,12 @@ def stored(chain: Sequence[str] | None, body: bytes) -> StoredList:
     return StoredList(tuple(chain or ()), tuple((v, s, c) for v, s, c in orjson.loads(body)["s"]))
 
 
-def locate(
-    version: str,
-    rows: Mapping[str, StoredList],
-    present: Mapping[Location, Any],
-    *,
-    where: str,
-) -> list[Location]:
+def locate(version: str, rows: Mapping[str, StoredList], *, where: str) -> list[Location]:
     """Where each item of the list stored as `version` lives, in list order.
 
-    `rows` holds the channel's list rows by version, `present` the items at hand; anything
-    missing raises ListIntegrityError naming `where`, never a shorter or other list.
+    `rows` holds the channel's list rows by version; a missing one raises
+    ListIntegrityError naming `where`, never a shorter or other list (as `pick` does
+    for a missing item).
     """
     row = rows.get(version)
     if row is None:
@@ -225,11 +222,16 @@ def locate(
             )
         segments.extend(linked.segments)
     segments.extend(row.segments)
-    locations = [(v, idx) for v, start, count in segments for idx in range(start, start + count)]
-    for item_version, idx in locations:
-        if (item_version, idx) not in present:
-            raise ListIntegrityError(f"{where}: item {idx} of version {item_version!r} is missing")
-    return locations
+    return [(v, idx) for v, start, count in segments for idx in range(start, start + count)]
+
+
+def pick(items: Mapping[Location, T], locations: Sequence[Location], *, where: str) -> list[T]:
+    """The items at `locations`, in order; a missing one raises ListIntegrityError."""
+    try:
+        return [items[location] for location in locations]
+    except KeyError as missing:
+        item_version, idx = missing.args[0]
+        raise ListIntegrityError(f"{where}: item {idx} of version {item_version!r} is missing") from None
 
 
 @dataclass(frozen=True)
@@ -269,21 +271,22 @@ def restore(
     out: dict[tuple[str, str], tuple[list[Any], ListState | None]] = {}
     for channel, version in wanted:
         present = present_by_channel.get(channel, {})
-        cache = None if decoded is None else decoded.setdefault(channel, {})
-        # In a walk, items decoded on earlier pages were not fetched again: they count too.
-        at_hand = present if cache is None else ChainMap(present, cache)
-        locations = locate(version, by_channel.get(channel, {}), at_hand, where=where(channel, version))
+        rows_of = by_channel.get(channel, {})
+        named = where(channel, version)
+        locations = locate(version, rows_of, where=named)
         if decoded is None:
-            value = _decode_all(serde, load, [present[loc] for loc in locations])
-            stored_bytes = [present[loc] for loc in locations]
-            state = ListState(version, by_channel[channel][version].chain, None, tuple(locations), stored_bytes)
+            stored_bytes = pick(present, locations, where=named)
+            value = _decode_all(serde, load, stored_bytes)
+            state = ListState(version, rows_of[version].chain, None, tuple(locations), stored_bytes)
             out[(channel, version)] = (value, state)
         else:
-            assert cache is not None
-            # Every fetched item, used here or not: the walk will not fetch its group again.
+            # In a walk every fetched item is decoded once into the walk's cache, used here
+            # or not (its group is not fetched again), and lists are built from the cache.
+            cache = decoded.setdefault(channel, {})
             fresh = [loc for loc in present if loc not in cache]
-            cache.update(zip(fresh, _decode_all(serde, load, [present[loc] for loc in fresh])))
-            out[(channel, version)] = ([cache[loc] for loc in locations], None)
+            if fresh:
+                cache.update(zip(fresh, _decode_all(serde, load, [present[loc] for loc in fresh])))
+            out[(channel, version)] = (pick(cache, locations, where=named), None)
     return out
 
 
