@@ -25,7 +25,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from . import rows
 from .errors import ConfigError
 from .history import HistoryScan
-from .lists import DEFAULT_SNAPSHOT_EVERY, ItemCache, ListMemory, ListPolicy, ListState
+from .lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ItemCache, ListMemory, ListPolicy, ListState
 from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, gc_cutoff, open_store
 from .offload import DEFAULT_THRESHOLD, ObjectRef, Placement, Upload, attach
 from .retry import RetryPolicy
@@ -86,6 +86,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         object_cache_bytes: int = DEFAULT_CACHE_BYTES,
         object_reuse_window: timedelta = DEFAULT_REUSE_WINDOW,
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        list_min_bytes: int = DEFAULT_MIN_BYTES,
         list_cache_bytes: int = 64 << 20,
     ) -> None:
         super().__init__(serde=serde)
@@ -94,7 +95,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             raise ConfigError(f"offload_threshold must be a whole number of bytes >= 0, got {offload_threshold!r}")
         if not isinstance(snapshot_every, int) or isinstance(snapshot_every, bool) or snapshot_every < 1:
             raise ConfigError(f"snapshot_every must be a whole number >= 1 (1 keeps lists whole), got {snapshot_every!r}")
-        self.lists = ListPolicy(snapshot_every, ListMemory())
+        self.lists = ListPolicy(snapshot_every, ListMemory(), list_min_bytes)
         self.items = ItemCache(list_cache_bytes)
         store = open_store(object_store, object_store_options)
         self.objects = (
@@ -111,8 +112,10 @@ class SaverCore(BaseCheckpointSaver[str]):
         self.sql = Statements(schema)
         self.retry = retry or RetryPolicy()
         # SQL text is fixed per schema: build it once, not on every call.
-        self._put_sql = self.sql.put()
-        self._writes_sql = {r: self.sql.put_writes(replace=r) for r in (False, True)}
+        self._put_sql = {True: self.sql.put_plain(), False: self.sql.put()}
+        self._writes_sql = {
+            (r, o): self.sql.put_writes(replace=r, offloaded=o) for r in (False, True) for o in (False, True)
+        }
         self._get_sql = {b: self.sql.get_tuple(by_id=b) for b in (False, True)}
         self._details_sql = self.sql.page_details()
 
@@ -149,7 +152,8 @@ class SaverCore(BaseCheckpointSaver[str]):
                 self.items.add(thread_id, ns, channel, version, group)
             return next_config
 
-        return Query(where, self._put_sql, params, stored, uploads)
+        plain = not states and not uploads  # no delta-layout list, nothing offloaded
+        return Query(where, self._put_sql[plain], params, stored, uploads)
 
     def _remember_lists(self, thread_id: str, ns: str, states: Sequence[tuple[str, ListState]]) -> None:
         for channel, state in states:
@@ -165,7 +169,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             self.serde, config, writes, task_id, task_path, self.placement
         )
         where = f"put_writes of task {task_id!r} on thread {params['thread_id']!r}"
-        return Query(where, self._writes_sql[replace], params, uploads=uploads)
+        return Query(where, self._writes_sql[(replace, bool(uploads))], params, uploads=uploads)
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = rows.parse_config(config)

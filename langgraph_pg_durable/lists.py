@@ -234,12 +234,18 @@ def pick(items: Mapping[Location, T], locations: Sequence[Location], *, where: s
         raise ListIntegrityError(f"{where}: item {idx} of version {item_version!r} is missing") from None
 
 
+DEFAULT_MIN_BYTES = 4096
+
+
 @dataclass(frozen=True)
 class ListPolicy:
-    """How a saver stores list channels: `snapshot_every` 1 keeps every list whole."""
+    """How a saver stores list channels: `snapshot_every` 1 keeps every list whole, and a
+    list starts in the delta layout once it serializes to more than `min_bytes` (a short
+    list costs less rewritten whole than as rows of items)."""
 
     snapshot_every: int
     memory: ListMemory
+    min_bytes: int = DEFAULT_MIN_BYTES
 
 
 def restore(

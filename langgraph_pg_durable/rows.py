@@ -255,8 +255,17 @@ def put_params(
         version = require_text(version, f"version of channel {channel!r}")
         what = f"{where}, channel {channel!r}"
         value = values[channel]
-        if list_layout.usable(value, version, lists.snapshot_every):
-            bases = [] if not use_memory else lists.memory.bases(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel)
+        layout = list_layout.usable(value, version, lists.snapshot_every)
+        bases = (
+            lists.memory.bases(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel)
+            if layout and use_memory else []
+        )
+        whole = None
+        if layout and not bases and lists.min_bytes > 0:
+            # Not extending a list already in the delta layout: a short one stays whole.
+            whole = dump_value(serde, value, channel=channel, where=where)
+            layout = len(whole[1]) > lists.min_bytes
+        if layout:
             row = list_layout.plan(
                 serde, channel=channel, version=version, value=value, bases=bases,
                 snapshot_every=lists.snapshot_every, placement=placement, where=what, dump=dump_value,
@@ -269,7 +278,7 @@ def put_params(
             states.append((channel, row.state))
             needed.extend((channel, v) for v in row.needs)
         else:
-            type_, data = dump_value(serde, value, channel=channel, where=where)
+            type_, data = whole or dump_value(serde, value, channel=channel, where=where)
             inline, ref = placement.place(data, where=f"the value of {what}")
             chains.append(None)
             item_versions.append(None)

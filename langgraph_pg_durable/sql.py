@@ -32,7 +32,42 @@ class Statements:
 
     # -- writes ---------------------------------------------------------------
 
+    def put_plain(self) -> str:
+        """`put` for the common case: no list in the delta layout, nothing offloaded."""
+        s = self.q
+        return f"""
+WITH stored_values AS (
+    INSERT INTO {s}.channel_values (thread_id, checkpoint_ns, channel, version, type, value)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value
+    FROM unnest(%(channels)b::text[], %(versions)b::text[], %(types)b::text[], %(values)b::bytea[])
+        AS v(channel, version, type, value)
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
+)
+INSERT INTO {s}.checkpoints (
+    thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
+    checkpoint, value_channels, value_versions, metadata, metadata_exact)
+VALUES (
+    %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_checkpoint_id)s, %(run_id)s,
+    %(step)s, %(source)s, %(checkpoint)s::jsonb, %(value_channels)b::text[],
+    %(value_versions)b::text[], %(metadata)s::jsonb, %(metadata_exact)s)
+{self._checkpoint_conflict()}"""
+
+    @staticmethod
+    def _checkpoint_conflict() -> str:
+        return """ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+    parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
+    run_id = EXCLUDED.run_id,
+    step = EXCLUDED.step,
+    source = EXCLUDED.source,
+    checkpoint = EXCLUDED.checkpoint,
+    value_channels = EXCLUDED.value_channels,
+    value_versions = EXCLUDED.value_versions,
+    metadata = EXCLUDED.metadata,
+    metadata_exact = EXCLUDED.metadata_exact
+RETURNING 1"""
+
     def put(self) -> str:
+        """`put` with lists in the delta layout and offloaded values."""
         s = self.q
         return f"""
 -- The stored list versions this put's deltas extend (or whose items its snapshots reuse)
@@ -78,20 +113,11 @@ SELECT
     %(step)s, %(source)s, %(checkpoint)s::jsonb, %(value_channels)b::text[],
     %(value_versions)b::text[], %(metadata)s::jsonb, %(metadata_exact)s
 WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
-    parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
-    run_id = EXCLUDED.run_id,
-    step = EXCLUDED.step,
-    source = EXCLUDED.source,
-    checkpoint = EXCLUDED.checkpoint,
-    value_channels = EXCLUDED.value_channels,
-    value_versions = EXCLUDED.value_versions,
-    metadata = EXCLUDED.metadata,
-    metadata_exact = EXCLUDED.metadata_exact
-RETURNING 1"""
+{self._checkpoint_conflict()}"""
 
-    def put_writes(self, *, replace: bool) -> str:
-        """Insert a task's writes; `replace` (special channels only) overwrites a retry's rows."""
+    def put_writes(self, *, replace: bool, offloaded: bool = True) -> str:
+        """Insert a task's writes; `replace` (special channels only) overwrites a retry's rows;
+        without `offloaded` the statement leaves the object-reference columns out."""
         conflict = (
             "DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, "
             "value = EXCLUDED.value, task_path = EXCLUDED.task_path, object_key = EXCLUDED.object_key, "
@@ -99,6 +125,15 @@ RETURNING 1"""
             if replace
             else "DO NOTHING"
         )
+        if not offloaded:
+            return f"""
+INSERT INTO {self.q}.checkpoint_writes (
+    thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
+       w.idx, w.channel, w.type, w.value
+FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b::bytea[])
+    AS w(idx, channel, type, value)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict.split(", object_key")[0]}"""
         return f"""
 INSERT INTO {self.q}.checkpoint_writes (
     thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value,

@@ -146,14 +146,14 @@ async def test_sync_saver_with_offload_passes_every_group(
     assert_every_group_passed(await validate(factory))
 
 
-@pytest.mark.parametrize("snapshot_every", [1, 2])
+@pytest.mark.parametrize("snapshot_every", [1, 2, 16])
 async def test_async_saver_with_other_snapshot_intervals_passes_every_group(
     pg_dsn: str, schema_name: str, snapshot_every: int
 ) -> None:
     @checkpointer_test(name=f"AsyncDurablePostgresSaver(snapshot_every={snapshot_every})")
     async def factory():
         async with AsyncDurablePostgresSaver.from_conn_string(
-            pg_dsn, schema=schema_name, snapshot_every=snapshot_every
+            pg_dsn, schema=schema_name, snapshot_every=snapshot_every, list_min_bytes=0
         ) as saver:
             await saver.setup()
             yield saver

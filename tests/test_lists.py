@@ -131,10 +131,14 @@ def shared_schema(pg_dsn: str) -> Any:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(OPS, min_size=1, max_size=25), snapshot_every=st.sampled_from([1, 2, 3, 5, 16]))
-def test_random_histories_restore_exactly(pg_dsn: str, shared_schema: str, ops: list, snapshot_every: int) -> None:
+@given(ops=st.lists(OPS, min_size=1, max_size=25), snapshot_every=st.sampled_from([1, 2, 3, 5, 16]),
+       min_bytes=st.sampled_from([0, 40]))
+def test_random_histories_restore_exactly(pg_dsn: str, shared_schema: str, ops: list, snapshot_every: int,
+                                          min_bytes: int) -> None:
+    """min_bytes 40: lists move between the whole and the delta layout as they grow and shrink."""
     thread_id = f"h-{uuid.uuid4().hex[:10]}"
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=shared_schema, snapshot_every=snapshot_every) as saver:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=shared_schema, snapshot_every=snapshot_every,
+                                               list_min_bytes=min_bytes) as saver:
         history = History(saver, thread_id)
         value: Any = []
         history.put(value)
@@ -155,7 +159,7 @@ def test_random_histories_restore_exactly(pg_dsn: str, shared_schema: str, ops: 
 async def test_the_async_saver_writes_and_reads_the_same_layout(pg_dsn: str, schema_name: str) -> None:
     rng = random.Random(7)
     thread_id = f"a-{uuid.uuid4().hex[:10]}"
-    async with AsyncDurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=4) as saver:
+    async with AsyncDurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=4, list_min_bytes=0) as saver:
         await saver.setup()
         expected: dict[str, Any] = {}
         config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
@@ -182,7 +186,7 @@ async def test_the_async_saver_writes_and_reads_the_same_layout(pg_dsn: str, sch
 
 def test_a_growing_list_stores_each_item_once(pg_dsn: str, schema_name: str) -> None:
     thread_id = f"g-{uuid.uuid4().hex[:10]}"
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=8) as saver:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=8, list_min_bytes=0) as saver:
         saver.setup()
         history = History(saver, thread_id)
         value: list[str] = []
@@ -211,7 +215,7 @@ def _grow(saver: Any, thread_id: str, steps: int) -> History:
 
 
 def test_prune_copy_and_delete_keep_every_surviving_checkpoint_restorable(pg_dsn: str, schema_name: str) -> None:
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=5) as saver:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=5, list_min_bytes=0) as saver:
         saver.setup()
         a = _grow(saver, "chain-a", 13)
         saver.copy_thread("chain-a", "chain-b")
@@ -228,7 +232,7 @@ def test_prune_copy_and_delete_keep_every_surviving_checkpoint_restorable(pg_dsn
 
 
 def test_a_missing_chain_row_is_a_clear_error_never_a_wrong_value(pg_dsn: str, schema_name: str) -> None:
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=6) as saver:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=6, list_min_bytes=0) as saver:
         saver.setup()
         _grow(saver, "broken", 4)  # a snapshot, then three deltas on it
     with psycopg.connect(pg_dsn, autocommit=True) as conn:  # "another process" removes the base
@@ -276,7 +280,8 @@ def test_a_chat_with_edits_and_removals_matches_the_in_memory_saver(
         return app.get_state(config).values, history
 
     want = run(InMemorySaver())
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=snapshot_every) as saver:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=snapshot_every,
+                                               list_min_bytes=0) as saver:
         saver.setup()
         run_result = run(saver)
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=snapshot_every) as fresh:
@@ -290,7 +295,7 @@ def test_a_chat_with_edits_and_removals_matches_the_in_memory_saver(
 
 
 def test_items_the_saver_holds_are_not_fetched_again_and_read_the_same(pg_dsn: str, schema_name: str) -> None:
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=4) as warm:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=4, list_min_bytes=0) as warm:
         warm.setup()
         history = _grow(warm, "cached", 12)
         config = {"configurable": {"thread_id": "cached"}}
