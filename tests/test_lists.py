@@ -309,3 +309,48 @@ def test_items_the_saver_holds_are_not_fetched_again_and_read_the_same(pg_dsn: s
         from_cold = cold.get_tuple(config)
     want = history.expected[history.order[-1][0]]
     assert from_warm.checkpoint["channel_values"]["items"] == from_cold.checkpoint["channel_values"]["items"] == want
+
+
+# -- LangGraph's own DeltaChannel (beta) ----------------------------------------------------------
+
+
+def _extend(state: list | None, writes: list) -> list:
+    out = list(state or [])
+    for batch in writes:
+        out.extend(batch)
+    return out
+
+
+def delta_channel_graph(checkpointer: Any) -> Any:
+    DeltaChannel = pytest.importorskip("langgraph.channels.delta", reason="DeltaChannel needs langgraph 1.2").DeltaChannel
+
+    class Deltas(TypedDict):
+        items: Annotated[list, DeltaChannel(_extend, snapshot_frequency=3)]
+        n: int
+
+    graph = StateGraph(Deltas)
+    graph.add_node("add", lambda s: {"items": [f"item {s['n']}"], "n": s["n"] + 1})
+    graph.add_edge(START, "add")
+    graph.add_conditional_edges("add", lambda s: "add" if s["n"] < 10 else END, ["add", END])
+    return graph.compile(checkpointer=checkpointer)
+
+
+def test_a_delta_channel_graph_reads_like_the_in_memory_saver(pg_dsn: str, schema_name: str) -> None:
+    def run(checkpointer: Any, thread_id: str) -> tuple:
+        app = delta_channel_graph(checkpointer)
+        config = {"configurable": {"thread_id": thread_id}}
+        app.invoke({"items": [], "n": 0}, config)
+        return app.get_state(config).values, [s.values for s in app.get_state_history(config)]
+
+    want = run(InMemorySaver(), "d")
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        assert run(saver, "d") == want
+        saver.copy_thread("d", "d-copy")
+        app = delta_channel_graph(saver)
+        copy = {"configurable": {"thread_id": "d-copy"}}
+        assert (app.get_state(copy).values, [s.values for s in app.get_state_history(copy)]) == want
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        app = delta_channel_graph(fresh)
+        config = {"configurable": {"thread_id": "d"}}
+        assert app.get_state(config).values == want[0] == {"items": [f"item {i}" for i in range(10)], "n": 10}
