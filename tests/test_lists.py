@@ -321,13 +321,20 @@ def _extend(state: list | None, writes: list) -> list:
     return out
 
 
+try:
+    from langgraph.channels.delta import DeltaChannel
+except ImportError:  # langgraph < 1.2
+    DeltaChannel = None
+
+
+class Deltas(TypedDict):
+    items: Annotated[list, DeltaChannel(_extend, snapshot_frequency=3)] if DeltaChannel else list
+    n: int
+
+
 def delta_channel_graph(checkpointer: Any) -> Any:
-    DeltaChannel = pytest.importorskip("langgraph.channels.delta", reason="DeltaChannel needs langgraph 1.2").DeltaChannel
-
-    class Deltas(TypedDict):
-        items: Annotated[list, DeltaChannel(_extend, snapshot_frequency=3)]
-        n: int
-
+    if DeltaChannel is None:
+        pytest.skip("DeltaChannel needs langgraph 1.2")
     graph = StateGraph(Deltas)
     graph.add_node("add", lambda s: {"items": [f"item {s['n']}"], "n": s["n"] + 1})
     graph.add_edge(START, "add")
