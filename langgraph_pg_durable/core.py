@@ -24,6 +24,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import rows
 from .errors import ConfigError
+from .delta_history import DeltaWalk
 from .history import HistoryScan
 from .lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ItemCache, ListMemory, ListPolicy, ListState
 from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, gc_cutoff, open_store
@@ -217,6 +218,22 @@ class SaverCore(BaseCheckpointSaver[str]):
             scan.details_params(page),
             lambda fetched: scan.tuples(page, fetched),
             references=lambda fetched: scan.references(page, fetched),
+            memo=scan.payloads,
+        )
+
+    # -- get_delta_channel_history ----------------------------------------------------
+
+    def _delta_walk(self, config: RunnableConfig, channels: Sequence[str]) -> DeltaWalk:
+        return DeltaWalk(self.serde, config, channels)
+
+    def _walk_details_query(self, walk: DeltaWalk) -> Query[list[CheckpointTuple]]:
+        scan = walk.scan
+        return Query(
+            "get_delta_channel_history",
+            self._details_sql,
+            walk.details_params(),
+            lambda fetched: scan.tuples(walk.path, fetched),
+            references=lambda fetched: scan.references(walk.path, fetched),
             memo=scan.payloads,
         )
 

@@ -361,3 +361,31 @@ def test_a_delta_channel_graph_reads_like_the_in_memory_saver(pg_dsn: str, schem
         app = delta_channel_graph(fresh)
         config = {"configurable": {"thread_id": "d"}}
         assert app.get_state(config).values == want[0] == {"items": [f"item {i}" for i in range(10)], "n": 10}
+
+
+def _default_walk(saver: Any, config: dict, channels: list[str]) -> Any:
+    """LangGraph's own get_delta_channel_history: one get_tuple per ancestor."""
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    return BaseCheckpointSaver.get_delta_channel_history(saver, config=config, channels=channels)
+
+
+async def test_delta_channel_history_matches_langgraphs_walk_for_every_checkpoint(
+    pg_dsn: str, schema_name: str
+) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        app = delta_channel_graph(saver)
+        config = {"configurable": {"thread_id": "walk"}}
+        app.invoke({"items": [], "n": 0}, config)
+        history = list(app.get_state_history(config))
+        fork = app.update_state(history[4].config, {"items": ["forked"]})  # a branch off an old step
+        configs = [s.config for s in history] + [fork, config, {"configurable": {"thread_id": "nobody"}}]
+        channels = ["items", "n", "absent"]
+        for one in configs:
+            assert saver.get_delta_channel_history(config=one, channels=channels) == _default_walk(saver, one, channels)
+        assert saver.get_delta_channel_history(config=config, channels=[]) == {}
+        async with AsyncDurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as asaver:
+            for one in configs:
+                got = await asaver.aget_delta_channel_history(config=one, channels=channels)
+                assert got == _default_walk(saver, one, channels)

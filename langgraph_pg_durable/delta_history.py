@@ -1,0 +1,105 @@
+"""Sans-I/O `get_delta_channel_history`: the parent chain from pages of checkpoint rows.
+
+LangGraph's default walks the chain with one get_tuple per ancestor, each reading every
+value. Here the chain is followed through keyset pages of bare checkpoint rows, then one
+statement reads the chain's pending writes and only the seed values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from .arrays import TextArray
+from .history import HistoryScan
+from .rows import CheckpointRow, parse_config
+
+
+class DeltaWalk:
+    """The state of one get_delta_channel_history call between statements."""
+
+    def __init__(self, serde: SerializerProtocol, config: RunnableConfig, channels: Sequence[str]) -> None:
+        key = parse_config(config)
+        self.serde = serde
+        self.lane: RunnableConfig = {"configurable": {"thread_id": key.thread_id, "checkpoint_ns": key.checkpoint_ns}}
+        self.channels = list(channels)
+        self.remaining = set(channels)
+        # First the target row alone, then the lane's older rows page by page.
+        self.scan = HistoryScan(serde, key.config() if key.checkpoint_id else self.lane, filter=None, before=None, limit=1)
+        self.started = False
+        self.finished = False
+        self.rows: dict[str, CheckpointRow] = {}
+        self.next_id: str | None = None  # the ancestor to visit next
+        self.path: list[CheckpointRow] = []  # ancestors visited, nearest first
+        self.seeds: dict[str, CheckpointRow] = {}
+
+    def needs_rows(self) -> bool:
+        return not self.finished and (not self.started or (self.next_id is not None and bool(self.remaining)))
+
+    def take(self, page: Sequence[CheckpointRow]) -> None:
+        """The target row, then a page of older rows: follow parent pointers through it."""
+        if not self.started:
+            self.started = True
+            if not page:
+                self.finished = True  # no such checkpoint: every channel starts empty
+                return
+            target = page[0]
+            self.next_id = target.parent_checkpoint_id
+            before = {"configurable": {**self.lane["configurable"], "checkpoint_id": target.checkpoint_id}}
+            self.scan = HistoryScan(self.serde, self.lane, filter=None, before=before, limit=None)
+            return
+        for row in page:
+            self.rows[row.checkpoint_id] = row
+        while self.next_id is not None and self.remaining and self.next_id in self.rows:
+            row = self.rows[self.next_id]
+            self.path.append(row)
+            for channel in list(self.remaining):
+                if channel in row.value_channels:
+                    self.seeds[channel] = row
+                    self.remaining.discard(channel)
+            self.next_id = row.parent_checkpoint_id
+        if not page or self.scan.done:
+            self.finished = True
+
+    def details_params(self) -> dict[str, Any]:
+        """`Statements.page_details` for the path's writes and the seed values only."""
+        seeds = [(row, channel) for channel, row in self.seeds.items()]
+        versions = [row.value_versions[row.value_channels.index(channel)] for row, channel in seeds]
+        return {
+            "v_threads": TextArray(row.thread_id for row, _ in seeds),
+            "v_namespaces": TextArray(row.checkpoint_ns for row, _ in seeds),
+            "v_channels": TextArray(channel for _, channel in seeds),
+            "v_versions": TextArray(versions),
+            "w_threads": TextArray(row.thread_id for row in self.path),
+            "w_namespaces": TextArray(row.checkpoint_ns for row in self.path),
+            "w_checkpoints": TextArray(row.checkpoint_id for row in self.path),
+            "k_threads": TextArray(), "k_namespaces": TextArray(), "k_channels": TextArray(),
+            "k_versions": TextArray(),
+        }
+
+    def result(self, path_tuples: Sequence[CheckpointTuple]) -> dict[str, Any]:
+        """The same answer as LangGraph's default walk, from the path's tuples (nearest first)."""
+        collected: dict[str, list[Any]] = {c: [] for c in self.channels}
+        seed: dict[str, Any] = {}
+        remaining = set(self.channels)
+        for tup in path_tuples:
+            if not remaining:
+                break
+            for write in reversed(tup.pending_writes or []):
+                if write[1] in remaining:
+                    collected[write[1]].append(write)
+            for channel in list(remaining):
+                if channel in tup.checkpoint["channel_values"]:
+                    seed[channel] = tup.checkpoint["channel_values"][channel]
+                    remaining.discard(channel)
+        out: dict[str, Any] = {}
+        for channel in self.channels:
+            entry: dict[str, Any] = {"writes": list(reversed(collected[channel]))}
+            if channel in seed:
+                entry["seed"] = seed[channel]
+            out[channel] = entry
+        return out
