@@ -233,9 +233,19 @@ class AsyncDurablePostgresSaver(SaverCore):
         await self._execute(self._copy_thread_query(source_thread_id, target_thread_id))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """`keep_latest` also keeps the ancestors whose writes a kept DeltaChannel
+        checkpoint replays (up to the one holding the channel's value)."""
         query = self._prune_query(thread_ids, strategy)
-        if thread_ids:
-            await self._execute(query)
+        if not thread_ids:
+            return
+        if strategy == "keep_latest":
+            keep = []
+            for walk in self._replay_walks(await self._execute(self._latest_rows_query(thread_ids))):
+                while walk.needs_rows():
+                    walk.take(await self._execute(self._page_query(walk.scan)))
+                keep.extend(walk.path)
+            query = self._prune_query(thread_ids, strategy, keep)
+        await self._execute(query)
 
     # -- BaseCheckpointSaver, sync: run on the saver's loop from another thread ---------------
 

@@ -296,10 +296,39 @@ class SaverCore(BaseCheckpointSaver[str]):
             {"source": source, "target": target},
         )
 
-    def _prune_query(self, thread_ids: Sequence[str], strategy: str) -> Query[None]:
+    def _prune_query(
+        self, thread_ids: Sequence[str], strategy: str, keep: Sequence[CheckpointRow] = ()
+    ) -> Query[None]:
         if strategy not in PRUNE_STRATEGIES:
             raise ConfigError(f"unknown prune strategy {strategy!r}; use one of {PRUNE_STRATEGIES}")
         if strategy == "delete":
             return self._delete_threads_query(thread_ids)
         ids = [rows.require_text(t, "thread_id") for t in thread_ids]
-        return Query(f"prune of threads {ids!r}", self.sql.prune_keep_latest(), {"thread_ids": ids})
+        params = {
+            "thread_ids": ids,
+            "keep_threads": TextArray(r.thread_id for r in keep),
+            "keep_namespaces": TextArray(r.checkpoint_ns for r in keep),
+            "keep_ids": TextArray(r.checkpoint_id for r in keep),
+        }
+        return Query(f"prune of threads {ids!r}", self.sql.prune_keep_latest(), params)
+
+    def _latest_rows_query(self, thread_ids: Sequence[str]) -> Query[list[CheckpointRow]]:
+        ids = [rows.require_text(t, "thread_id") for t in thread_ids]
+        return Query(
+            f"prune of threads {ids!r}",
+            self.sql.latest_checkpoints(),
+            {"thread_ids": ids},
+            lambda fetched: [CheckpointRow.from_row(r) for r in fetched],
+        )
+
+    def _replay_walks(self, latest: Sequence[CheckpointRow]) -> list[DeltaWalk]:
+        """For prune: a walk per newest checkpoint that replays DeltaChannel writes from its
+        ancestors (LangGraph names those channels in `counters_since_delta_snapshot`)."""
+        walks = []
+        for row in latest:
+            counters = row.metadata.get("counters_since_delta_snapshot") if isinstance(row.metadata, dict) else None
+            channels = [c for c in (counters or {}) if c not in row.value_channels]
+            if channels:
+                config = rows.CheckpointKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id).config()
+                walks.append(self._delta_walk(config, channels))
+        return walks

@@ -229,9 +229,19 @@ class DurablePostgresSaver(SaverCore):
         self._execute(self._copy_thread_query(source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """`keep_latest` also keeps the ancestors whose writes a kept DeltaChannel
+        checkpoint replays (up to the one holding the channel's value)."""
         query = self._prune_query(thread_ids, strategy)
-        if thread_ids:
-            self._execute(query)
+        if not thread_ids:
+            return
+        if strategy == "keep_latest":
+            keep = []
+            for walk in self._replay_walks(self._execute(self._latest_rows_query(thread_ids))):
+                while walk.needs_rows():
+                    walk.take(self._execute(self._page_query(walk.scan)))
+                keep.extend(walk.path)
+            query = self._prune_query(thread_ids, strategy, keep)
+        self._execute(query)
 
     def gc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
         """Delete the objects no row references that were last written over `grace_period` ago.

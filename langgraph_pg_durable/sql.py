@@ -390,14 +390,24 @@ WHERE i.thread_id IN (SELECT thread_id FROM doomed)
         )
 
     def prune_keep_latest(self) -> str:
-        """All but the newest checkpoint of each (thread, namespace)."""
+        """All but the newest checkpoint of each (thread, namespace), and the ones named in
+        `keep_*` (the ancestors a kept DeltaChannel checkpoint replays)."""
         return self._drop_checkpoints(
             "SELECT thread_id, checkpoint_ns, checkpoint_id FROM ("
             " SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, row_number() OVER ("
             "  PARTITION BY c.thread_id, c.checkpoint_ns ORDER BY c.checkpoint_id DESC) AS rank"
             f" FROM {self.q}.checkpoints c WHERE c.thread_id = ANY(%(thread_ids)s)"
-            ") ranked WHERE rank > 1"
+            ") ranked WHERE rank > 1 AND (thread_id, checkpoint_ns, checkpoint_id) NOT IN ("
+            " SELECT * FROM unnest(%(keep_threads)b::text[], %(keep_namespaces)b::text[], %(keep_ids)b::text[]))"
         )
+
+    def latest_checkpoints(self) -> str:
+        """The newest checkpoint row of each (thread, namespace) of the given threads."""
+        return f"""
+SELECT DISTINCT ON (thread_id, checkpoint_ns) {CHECKPOINT_COLUMNS}
+FROM {self.q}.checkpoints
+WHERE thread_id = ANY(%(thread_ids)s)
+ORDER BY thread_id, checkpoint_ns, checkpoint_id DESC"""
 
     def copy_thread(self) -> str:
         s = self.q

@@ -389,3 +389,21 @@ async def test_delta_channel_history_matches_langgraphs_walk_for_every_checkpoin
             for one in configs:
                 got = await asaver.aget_delta_channel_history(config=one, channels=channels)
                 assert got == _default_walk(saver, one, channels)
+
+
+def test_prune_keeps_the_ancestors_a_delta_channel_replays(pg_dsn: str, schema_name: str) -> None:
+    config = {"configurable": {"thread_id": "pruned"}}
+    reference = delta_channel_graph(InMemorySaver())
+    reference.invoke({"items": [], "n": 0}, config)
+    want = reference.get_state(config).values
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        app = delta_channel_graph(saver)
+        app.invoke({"items": [], "n": 0}, config)
+        before = len(list(saver.list(config)))
+        saver.prune(["pruned"], strategy="keep_latest")
+        after = len(list(saver.list(config)))
+        assert app.get_state(config).values == want
+        assert 1 < after < before  # the replayed ancestors stay, older ones go
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        assert delta_channel_graph(fresh).get_state(config).values == want
