@@ -134,8 +134,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         *,
         use_memory: bool = True,
     ) -> Query[RunnableConfig | None]:
-        """The put; its decode gives None when a list base it relies on has vanished (then
-        `_put_again_query` builds the same put with snapshots only)."""
+        """The put; its decode gives None when a list version it extends has vanished, and
+        the shell sends it again with `use_memory=False` (snapshots only)."""
         params, next_config, uploads, states = rows.put_params(
             self.serde, config, checkpoint, metadata, new_versions, self.placement, self.lists, use_memory
         )
@@ -212,10 +212,16 @@ class SaverCore(BaseCheckpointSaver[str]):
         return Query("list", self.sql.list_page(scan.page_where()), scan.page_params(), scan.take_page)
 
     def _details_query(self, scan: HistoryScan, page: list[CheckpointRow]) -> Query[list[CheckpointTuple]]:
+        return self._tuples_query("list", scan, page, scan.details_params(page))
+
+    def _tuples_query(
+        self, operation: str, scan: HistoryScan, page: list[CheckpointRow], params: Mapping[str, Any]
+    ) -> Query[list[CheckpointTuple]]:
+        """`Statements.page_details` for `page`, decoded into its CheckpointTuples by `scan`."""
         return Query(
-            "list",
+            operation,
             self._details_sql,
-            scan.details_params(page),
+            params,
             lambda fetched: scan.tuples(page, fetched),
             references=lambda fetched: scan.references(page, fetched),
             memo=scan.payloads,
@@ -227,15 +233,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         return DeltaWalk(self.serde, config, channels)
 
     def _walk_details_query(self, walk: DeltaWalk) -> Query[list[CheckpointTuple]]:
-        scan = walk.scan
-        return Query(
-            "get_delta_channel_history",
-            self._details_sql,
-            walk.details_params(),
-            lambda fetched: scan.tuples(walk.path, fetched),
-            references=lambda fetched: scan.references(walk.path, fetched),
-            memo=scan.payloads,
-        )
+        return self._tuples_query("get_delta_channel_history", walk.scan, walk.path, walk.details_params())
 
     # -- objects -------------------------------------------------------------------------
 

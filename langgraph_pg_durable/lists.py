@@ -10,8 +10,8 @@ count), and is one of:
 The list is the concatenation of the segments of its chain, then its own. A snapshot is
 written every `snapshot_every` versions and whenever a change is not a pure append.
 
-Which base a new version appends to is decided from an in-process memory of recent
-versions (`ListMemory`); when it has nothing, a snapshot is written. Correctness never
+A new version extends the version its parent checkpoint holds, known from an in-process
+memory (`ListMemory`); when it has nothing, a snapshot is written. Correctness never
 depends on it: the rows alone describe every value.
 """
 
@@ -113,26 +113,21 @@ def plan(
     channel: str,
     version: str,
     value: list[Any],
-    bases: Sequence[ListState],
+    base: ListState | None,
     snapshot_every: int,
     placement: Placement,
     where: str,
     dump: Any,
 ) -> ListRow:
-    """The rows that store `value` as version `version`: a delta on the first of `bases`
-    (recent versions of the channel, newest first) that it extends by pure appends within
-    the chain limit, else a snapshot reusing whatever items those versions already stored.
-
-    Any base whose items are a prefix of `value` is correct, whichever checkpoint holds it:
-    the delta says "that version's list, then these items".
-    """
+    """The rows that store `value` as version `version`: a delta on `base` (the version
+    the parent checkpoint holds) when `value` only appends to it within the chain limit,
+    else a snapshot reusing whatever items `base` already stored."""
     # Digests come from a deterministic serialization: under EncryptedSerializer the
     # inner serializer's, since ciphertext differs on every call.
     plain_serde = getattr(serde, "serde", serde) if isinstance(serde, EncryptedSerializer) else serde
     plain = [dump(plain_serde, item, channel=channel, where=where) for item in value]
     digests = tuple(digest(t, d) for t, d in plain)
-    base = next((b for b in bases if _extends(digests, b.digests)), None)
-    appended_from = None if base is None else len(base.digests)
+    appends = base is not None and _extends(digests, base.digests)
 
     items: list[ItemRow] = []
     uploads: list[Upload] = []
@@ -146,16 +141,14 @@ def plan(
             uploads.append(Upload(ref, data, f"put of {where}, item {item_index}"))
         return version, idx
 
-    if base is not None and appended_from is not None and len(base.chain) + 1 < snapshot_every:
+    if base is not None and appends and len(base.chain) + 1 < snapshot_every:
         chain = (*base.chain, base.version)
-        own = [store(i) for i in range(appended_from, len(plain))]
+        own = [store(i) for i in range(len(base.digests), len(plain))]
         locations = base.locations + tuple(own)
         segments = _segments(own)
     else:
         chain = ()
-        known: dict[bytes, Location] = {}
-        for other in reversed(bases):  # newest last: its locations win
-            known.update(zip(other.digests, other.locations))
+        known: dict[bytes, Location] = {} if base is None else dict(zip(base.digests, base.locations))
         placed = []
         for i, d in enumerate(digests):
             if d not in known:
@@ -168,7 +161,7 @@ def plan(
     body = orjson.dumps({"s": segments})
     # A snapshot reusing stored items relies on the base rows that hold them.
     reused = any(location[0] != version for location in locations)
-    needs = chain if chain else tuple(b.version for b in bases) if reused else ()
+    needs = chain if chain else (base.version,) if reused and base is not None else ()
     return ListRow(body, chain, item_versions, items, uploads, state, needs)
 
 
@@ -339,14 +332,13 @@ class ListMemory:
             for key in [k for k in self._states if k[:2] == (thread_id, ns)]:
                 del self._states[key]
 
-    def bases(self, thread_id: str, ns: str, parent_id: str | None, channel: str) -> list[ListState]:
+    def base(self, thread_id: str, ns: str, parent_id: str | None, channel: str) -> ListState | None:
         """The state of the channel's version in the parent checkpoint, if known."""
         if parent_id is None:
-            return []
+            return None
         with self._lock:
             version = self._held.get((thread_id, ns, parent_id), {}).get(channel)
-            state = None if version is None else self._states.get((thread_id, ns, channel, version))
-            return [] if state is None else [state]
+            return None if version is None else self._states.get((thread_id, ns, channel, version))
 
     def remember(self, thread_id: str, ns: str, channel: str, state: ListState) -> None:
         with self._lock:

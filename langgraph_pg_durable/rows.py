@@ -256,18 +256,18 @@ def put_params(
         what = f"{where}, channel {channel!r}"
         value = values[channel]
         layout = list_layout.usable(value, version, lists.snapshot_every)
-        bases = (
-            lists.memory.bases(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel)
-            if layout and use_memory else []
+        base = (
+            lists.memory.base(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel)
+            if layout and use_memory else None
         )
         whole = None
-        if layout and not bases and lists.min_bytes > 0:
+        if layout and base is None and lists.min_bytes > 0:
             # Not extending a list already in the delta layout: a short one stays whole.
             whole = dump_value(serde, value, channel=channel, where=where)
             layout = len(whole[1]) > lists.min_bytes
         if layout:
             row = list_layout.plan(
-                serde, channel=channel, version=version, value=value, bases=bases,
+                serde, channel=channel, version=version, value=value, base=base,
                 snapshot_every=lists.snapshot_every, placement=placement, where=what, dump=dump_value,
             )
             type_, inline, ref = list_layout.LIST_TYPE, row.value, None
@@ -474,8 +474,9 @@ def build_tuple(
     )
 
 
-def get_tuple_params(key: CheckpointKey, held: Mapping[tuple[str, str], Any] = {}) -> dict[str, Any]:
+def get_tuple_params(key: CheckpointKey, held: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
     """Parameters of `Statements.get_tuple`; `held` item groups are not sent back."""
+    held = list(held)
     return {
         "thread_id": key.thread_id,
         "checkpoint_ns": key.checkpoint_ns,
