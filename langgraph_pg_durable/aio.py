@@ -226,8 +226,11 @@ class AsyncDurablePostgresSaver(SaverCore):
         await self._execute(self._delete_threads_query([thread_id]))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the runs' checkpoints and writes, except the ones a surviving DeltaChannel
+        checkpoint replays (kept so that it still restores)."""
         if run_ids:
-            await self._execute(self._delete_for_runs_query(run_ids))
+            keep = await self._execute(self._run_lanes_query(run_ids))
+            await self._execute(self._delete_for_runs_query(run_ids, keep))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self._execute(self._copy_thread_query(source_thread_id, target_thread_id))

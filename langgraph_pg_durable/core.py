@@ -24,7 +24,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import rows
 from .errors import ConfigError
-from .delta_history import DeltaWalk
+from .delta_history import DeltaWalk, replay_ancestors
 from .history import HistoryScan
 from .lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ItemCache, ListMemory, ListPolicy, ListState
 from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, gc_cutoff, open_store
@@ -279,9 +279,25 @@ class SaverCore(BaseCheckpointSaver[str]):
         ids = [rows.require_text(t, "thread_id") for t in thread_ids]
         return Query(f"delete of threads {ids!r}", self.sql.delete_threads(), {"thread_ids": ids})
 
-    def _delete_for_runs_query(self, run_ids: Sequence[str]) -> Query[None]:
+    def _run_lanes_query(self, run_ids: Sequence[str]) -> Query[set[tuple[str, str, str]]]:
+        """delete_for_runs, first: the runs' checkpoints that surviving DeltaChannel ones replay."""
         ids = [rows.require_text(r, "run_id") for r in run_ids]
-        return Query(f"delete_for_runs {ids!r}", self.sql.delete_for_runs(), {"run_ids": ids})
+        return Query(
+            f"delete_for_runs {ids!r}",
+            self.sql.run_lanes(),
+            {"run_ids": ids},
+            lambda fetched: replay_ancestors([(*r[:6], rows.load_json(r[6])) for r in fetched]),
+        )
+
+    def _delete_for_runs_query(self, run_ids: Sequence[str], keep: set[tuple[str, str, str]]) -> Query[None]:
+        ids = [rows.require_text(r, "run_id") for r in run_ids]
+        params = {
+            "run_ids": ids,
+            "keep_threads": TextArray(k[0] for k in keep),
+            "keep_namespaces": TextArray(k[1] for k in keep),
+            "keep_ids": TextArray(k[2] for k in keep),
+        }
+        return Query(f"delete_for_runs {ids!r}", self.sql.delete_for_runs(), params)
 
     def _copy_thread_query(self, source_thread_id: str, target_thread_id: str) -> Query[None]:
         source = rows.require_text(source_thread_id, "source thread_id")

@@ -103,3 +103,27 @@ class DeltaWalk:
                 entry["seed"] = seed[channel]
             out[channel] = entry
         return out
+
+
+def replay_ancestors(rows: Sequence[tuple[str, str, str, str | None, bool, list[str], Any]]) -> set[tuple[str, str, str]]:
+    """The doomed checkpoints that a surviving DeltaChannel checkpoint replays.
+
+    `rows` are (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, doomed,
+    value_channels, counters_since_delta_snapshot) for every checkpoint of the affected
+    lanes. A survivor replays, for each channel its counters name and it holds no value
+    for, its ancestors' writes up to the nearest one holding the channel's value.
+    """
+    by_key = {(r[0], r[1], r[2]): r for r in rows}
+    keep: set[tuple[str, str, str]] = set()
+    for thread_id, ns, _, parent_id, doomed, value_channels, counters in rows:
+        if doomed or not isinstance(counters, dict):
+            continue
+        remaining = {c for c in counters if c not in value_channels}
+        node = parent_id
+        while remaining and node is not None and (thread_id, ns, node) in by_key:
+            row = by_key[(thread_id, ns, node)]
+            if row[4]:
+                keep.add((thread_id, ns, node))
+            remaining -= set(row[5])
+            node = row[3]
+    return keep

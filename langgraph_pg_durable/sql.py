@@ -384,10 +384,30 @@ WHERE i.thread_id IN (SELECT thread_id FROM doomed)
       AND h.channel = i.channel AND h.version = i.version)"""
 
     def delete_for_runs(self) -> str:
+        """The runs' checkpoints, except those named in `keep_*` (the ancestors a surviving
+        DeltaChannel checkpoint replays)."""
         return self._drop_checkpoints(
             f"SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id FROM {self.q}.checkpoints c "
-            "WHERE c.run_id = ANY(%(run_ids)s)"
+            "WHERE c.run_id = ANY(%(run_ids)s) AND (c.thread_id, c.checkpoint_ns, c.checkpoint_id) NOT IN ("
+            " SELECT * FROM unnest(%(keep_threads)b::text[], %(keep_namespaces)b::text[], %(keep_ids)b::text[]))"
         )
+
+    def run_lanes(self) -> str:
+        """Every checkpoint of each (thread, namespace) the runs wrote to, as the parent
+        links and DeltaChannel counters delete_for_runs walks, doomed or not."""
+        s = self.q
+        return f"""
+WITH lanes AS (
+    SELECT DISTINCT thread_id, checkpoint_ns FROM {s}.checkpoints WHERE run_id = ANY(%(run_ids)s)
+)
+SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
+       coalesce(c.run_id = ANY(%(run_ids)s), false), c.value_channels,
+       (c.metadata -> 'counters_since_delta_snapshot')::text
+FROM {s}.checkpoints c JOIN lanes l ON c.thread_id = l.thread_id AND c.checkpoint_ns = l.checkpoint_ns
+WHERE EXISTS (
+    SELECT 1 FROM {s}.checkpoints d
+    WHERE d.thread_id = l.thread_id AND d.checkpoint_ns = l.checkpoint_ns
+      AND d.metadata ? 'counters_since_delta_snapshot')"""
 
     def prune_keep_latest(self) -> str:
         """All but the newest checkpoint of each (thread, namespace), and the ones named in

@@ -407,3 +407,36 @@ def test_prune_keeps_the_ancestors_a_delta_channel_replays(pg_dsn: str, schema_n
         assert 1 < after < before  # the replayed ancestors stay, older ones go
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
         assert delta_channel_graph(fresh).get_state(config).values == want
+
+
+def test_delete_for_runs_keeps_the_ancestors_a_surviving_delta_channel_replays(
+    pg_dsn: str, schema_name: str
+) -> None:
+    """A second run's checkpoints replay writes that the first run's checkpoints hold
+    (LangGraph takes the run id from metadata; it drops config["run_id"])."""
+
+    def two_runs(checkpointer: Any, thread_id: str) -> tuple[Any, dict]:
+        app = delta_channel_graph(checkpointer)
+        config = {"configurable": {"thread_id": thread_id}}
+        app.invoke({"items": [], "n": 0}, {**config, "metadata": {"run_id": str(uuid.uuid4())}})
+        app.invoke({"items": ["second run"], "n": 5}, {**config, "metadata": {"run_id": str(uuid.uuid4())}})
+        return app, config
+
+    reference, config = two_runs(InMemorySaver(), "runs")
+    want = reference.get_state(config).values
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        app, config = two_runs(saver, "runs")
+        history = list(app.get_state_history(config))
+        first_run, second_run = history[-1].metadata["run_id"], history[0].metadata["run_id"]
+        assert first_run != second_run
+        survivors = [(s.config, s.values) for s in history if s.metadata["run_id"] == second_run]
+        saver.delete_for_runs([first_run])
+        after = list(app.get_state_history(config))
+        assert app.get_state(config).values == want
+        assert [app.get_state(c).values for c, _ in survivors] == [v for _, v in survivors]
+        assert len(survivors) < len(after) < len(history)  # the replayed ancestors stay, older ones go
+        saver.delete_for_runs([first_run, second_run])  # nothing survives to replay the first run
+        assert list(saver.list(config)) == []
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        assert delta_channel_graph(fresh).get_state(config).values == {}
