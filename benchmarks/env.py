@@ -40,14 +40,17 @@ from s3_server import S3Server, start_s3_server  # noqa: E402
 KINDS = ("memory", "official", "ours")
 # W2 also runs our saver on a local-directory store, to separate its cost from the S3 server's.
 OURS_ON_DIR = "ours_dir"
+# W1 also runs the official saver on a graph whose list is LangGraph's DeltaChannel (beta).
+OFFICIAL_DELTA = "official_delta"
 LABELS = {"memory": "InMemorySaver", "official": "official PostgresSaver", "ours": "DurablePostgresSaver",
-          OURS_ON_DIR: "DurablePostgresSaver, local-directory store"}
+          OURS_ON_DIR: "DurablePostgresSaver, local-directory store",
+          OFFICIAL_DELTA: "official PostgresSaver, list in a DeltaChannel"}
 OURS_SCHEMA = "langgraph_durable"
 OFFICIAL_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
 # The connection settings the official saver's from_conn_string uses; its pool needs them too.
 OFFICIAL_CONN = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
 
-__all__ = ["KINDS", "LABELS", "OURS_ON_DIR", "Bench", "RoundTripProxy", "bench_env"]
+__all__ = ["KINDS", "LABELS", "OFFICIAL_DELTA", "OURS_ON_DIR", "Bench", "RoundTripProxy", "bench_env"]
 
 
 @dataclass
@@ -131,7 +134,7 @@ class Bench:
 
     def _tables(self, kind: str, conn: psycopg.Connection) -> list[str]:
         """The qualified names of the tables the saver owns."""
-        if kind == "official":
+        if kind in ("official", OFFICIAL_DELTA):
             return [t for t in OFFICIAL_TABLES if conn.execute("SELECT to_regclass(%s)", (t,)).fetchone()[0]]
         rows = conn.execute(
             "SELECT format('%%I.%%I', schemaname, tablename) FROM pg_tables WHERE schemaname = %s",
@@ -191,6 +194,7 @@ def bench_env() -> Iterator[Bench]:
             dsn[kind] = server.create_database(name)
             created.append(name)
         dsn[OURS_ON_DIR] = dsn["ours"]  # same database; runs truncate it in turn
+        dsn[OFFICIAL_DELTA] = dsn["official"]
         with PostgresSaver.from_conn_string(dsn["official"]) as saver:
             saver.setup()
         with DurablePostgresSaver.from_conn_string(dsn["ours"], schema=OURS_SCHEMA) as saver:

@@ -11,18 +11,22 @@ from contextlib import ExitStack
 from typing import Any
 
 from . import graphs
-from .env import KINDS, OURS_ON_DIR, Bench
+from .env import KINDS, OFFICIAL_DELTA, OURS_ON_DIR, Bench
 from .stats import alternate, summary
 
 WARMUP_STEPS = 8  # past psycopg's prepare threshold (5), so runs time prepared statements
 
 
 def growing_state(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
-    return _run(bench, "w1", graphs.growing, {"items": [], "step": 0}, steps, reps)
+    def make_graph(kind: str, checkpointer: Any, steps: int) -> Any:
+        return (graphs.growing_delta if kind == OFFICIAL_DELTA else graphs.growing)(checkpointer, steps)
+
+    return _run(bench, "w1", make_graph, {"items": [], "step": 0}, steps, reps, (*KINDS, OFFICIAL_DELTA))
 
 
 def large_value(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
-    return _run(bench, "w2", graphs.large_value, {"blob": b"", "step": 0}, steps, reps, (*KINDS, OURS_ON_DIR))
+    return _run(bench, "w2", lambda kind, checkpointer, steps: graphs.large_value(checkpointer, steps),
+                {"blob": b"", "step": 0}, steps, reps, (*KINDS, OURS_ON_DIR))
 
 
 def _run(bench: Bench, name: str, make_graph: Callable[..., Any], inputs: dict, steps: int, reps: int,
@@ -32,7 +36,7 @@ def _run(bench: Bench, name: str, make_graph: Callable[..., Any], inputs: dict, 
 
         def one(kind: str, rep: int, steps: int = steps) -> dict[str, Any]:
             bench.truncate(kind)
-            app = make_graph(savers[kind](), steps)
+            app = make_graph(kind, savers[kind](), steps)
             config = {"configurable": {"thread_id": f"{name}-{kind}-{rep}-{uuid.uuid4().hex[:8]}"},
                       "recursion_limit": steps + 10}
             step_seconds, total = graphs.stream_step_times(app, inputs, config)

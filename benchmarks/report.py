@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .env import KINDS, LABELS, OURS_ON_DIR
+from .env import KINDS, LABELS, OFFICIAL_DELTA, OURS_ON_DIR
 from .stats import percentile
 
 W3_OPS = {
@@ -136,6 +136,13 @@ def _targets(r: dict[str, Any], judged: bool) -> list[str]:
     add("W1 database bytes after 200 steps", _mb(w1_bytes["official"]), _mb(w1_bytes["ours"]),
         f"ours / official = 1/{w1_bytes['official'] / w1_bytes['ours']:.1f}", "≤ 1/15",
         w1_bytes["ours"] * 15 <= w1_bytes["official"])
+    if OFFICIAL_DELTA in r["w1"]:
+        delta_bytes = r["w1"][OFFICIAL_DELTA]["db_bytes"]
+        add("W1 database bytes, official saver with the list in a DeltaChannel", _mb(delta_bytes),
+            _mb(w1_bytes["ours"]), f"ours / DeltaChannel = {w1_bytes['ours'] / delta_bytes:.2f}", "≤ 1",
+            w1_bytes["ours"] <= delta_bytes)
+    add("W1 ms per super-step", _num(w1["official"]), _num(w1["ours"]),
+        f"ours / official = {w1['ours'] / w1['official']:.2f}", "≤ 1", w1["ours"] <= w1["official"])
     w6 = r["w6"]
     w6_bytes = {k: w6[k]["db_bytes"] for k in ("official", "ours")}
     add(f"W6 database bytes, {r['meta']['scale']['w6_steps']:,}-step chat", _mb(w6_bytes["official"]),
@@ -202,7 +209,7 @@ def _trips(figures: dict[str, Any], call: str) -> str:
 
 
 def _per_step_table(w: dict[str, Any], extra: list[str], extra_cells: Any) -> list[str]:
-    kinds = [k for k in (*KINDS, OURS_ON_DIR) if k in w]
+    kinds = [k for k in (*KINDS, OFFICIAL_DELTA, OURS_ON_DIR) if k in w]
     med = {k: w[k]["per_step_ms"]["median"] for k in kinds}
     rows = []
     for k in kinds:
@@ -217,6 +224,9 @@ def _w1(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
     return [f"## W1 growing state: {scale['w1_steps']} super-steps, one thread, +1 KB a step "
             f"(runs per saver: {scale['w1_reps']})", "",
             *_per_step_table(w, [], lambda k: []),
+            "The last row is the official saver on the same graph with its list declared as LangGraph's "
+            "`DeltaChannel` (beta, default `snapshot_frequency`): delta storage that the user opts into "
+            "by changing the state schema.", "",
             "Chart: `w1_time_per_step.png` (median of the runs at each step).", ""]
 
 
@@ -297,7 +307,7 @@ def _span(values: list[int]) -> str:
 
 def chart(w1: dict[str, Any], path: Path) -> None:
     lines = {}
-    for k in KINDS:
+    for k in (k for k in (*KINDS, OFFICIAL_DELTA) if k in w1):
         runs = [run["step_seconds"] for run in w1[k]["runs"]]
         per_step = [percentile([run[i] for run in runs], 50) * 1e3 for i in range(len(runs[0]))]
         lines[LABELS[k]] = (range(1, len(per_step) + 1), per_step)
