@@ -5,6 +5,7 @@ Nothing here touches a connection, so the sync and async savers share all of it.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import random
@@ -97,20 +98,29 @@ def parse_config(config: RunnableConfig | None, *, need_checkpoint_id: bool = Fa
     )
 
 
+LEGACY_VERSION_DIGITS = 20  # versions before 0.2: 20 decimal digits, a dot, 16 hex digits
+VERSION_DIGITS = 8  # hex digits of the version number: 4 billion versions of a channel
+
+
 def next_version(current: str | int | float | None) -> str:
     """A version that sorts after `current` as text; the random tail keeps forks apart.
 
     Two forks of one parent both reach version n+1 of a channel; values are stored
-    once per (thread, namespace, channel, version), so equal versions must not
-    name different values.
+    once per (thread, namespace, channel, version), so equal versions must not name
+    different values: the tail is 64 random bits. A thread begun with the longer,
+    pre-0.2 versions keeps their width, so its versions still sort.
     """
-    if current is None:
-        number = 0
-    elif isinstance(current, str):
-        number = int(current.split(".", 1)[0])
+    if isinstance(current, str):
+        head = current.split(".", 1)[0]
+        if len(head) == LEGACY_VERSION_DIGITS:
+            return f"{int(head) + 1:020d}.{random.getrandbits(64):016x}"
+        number = int(head, 16)
     else:
-        number = int(current)
-    return f"{number + 1:020d}.{random.getrandbits(64):016x}"
+        number = 0 if current is None else int(current)
+    if number + 1 >= 16**VERSION_DIGITS:
+        raise ValueError(f"version {current!r} is the last one a channel can have")
+    tail = base64.urlsafe_b64encode(random.getrandbits(64).to_bytes(8, "big")).rstrip(b"=").decode()
+    return f"{number + 1:0{VERSION_DIGITS}x}.{tail}"
 
 
 # -- serialization ----------------------------------------------------------------

@@ -17,9 +17,18 @@ def test_versions_increase_and_accept_the_framework_defaults() -> None:
     second = next_version(first)
     assert first < second
     assert next_version(7) > next_version(6)
-    assert next_version(7).startswith("00000000000000000008.")
+    assert next_version(7).startswith("00000008.")
+    assert next_version(15) > next_version(9)  # fixed width: hex digits still sort as text
+    assert len(first) == 20
     # Two forks of one parent get distinct versions of the same number.
     assert len({next_version(first) for _ in range(50)}) == 50
+
+
+def test_a_thread_begun_with_long_versions_keeps_them() -> None:
+    legacy = "00000000000000000101.e7a4f2df7bbd2de6"
+    after = next_version(legacy)
+    assert after.startswith("00000000000000000102.") and len(after) == len(legacy)
+    assert after > legacy
 
 
 @pytest.mark.parametrize(
