@@ -341,7 +341,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         walks = []
         for row in latest:
             counters = row.metadata.get("counters_since_delta_snapshot") if isinstance(row.metadata, dict) else None
-            channels = [c for c in (counters or {}) if c not in row.value_channels]
+            channels = [c for c in (counters or {}) if not row.holds(c)]
             if channels:
                 config = rows.CheckpointKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id).config()
                 walks.append(self._delta_walk(config, channels))

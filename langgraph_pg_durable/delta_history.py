@@ -58,7 +58,7 @@ class DeltaWalk:
             row = self.rows[self.next_id]
             self.path.append(row)
             for channel in list(self.remaining):
-                if channel in row.value_channels:
+                if row.holds(channel):
                     self.seeds[channel] = row
                     self.remaining.discard(channel)
             self.next_id = row.parent_checkpoint_id
@@ -67,7 +67,7 @@ class DeltaWalk:
 
     def details_params(self) -> dict[str, Any]:
         """`Statements.page_details` for the path's writes and the seed values only."""
-        seeds = [(row, channel) for channel, row in self.seeds.items()]
+        seeds = [(row, channel) for channel, row in self.seeds.items() if channel in row.value_channels]
         versions = [row.value_versions[row.value_channels.index(channel)] for row, channel in seeds]
         return {
             "v_threads": TextArray(row.thread_id for row, _ in seeds),
@@ -109,16 +109,16 @@ def replay_ancestors(rows: Sequence[tuple[str, str, str, str | None, bool, list[
     """The doomed checkpoints that a surviving DeltaChannel checkpoint replays.
 
     `rows` are (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, doomed,
-    value_channels, counters_since_delta_snapshot) for every checkpoint of the affected
+    held channels, counters_since_delta_snapshot) for every checkpoint of the affected
     lanes. A survivor replays, for each channel its counters name and it holds no value
     for, its ancestors' writes up to the nearest one holding the channel's value.
     """
     by_key = {(r[0], r[1], r[2]): r for r in rows}
     keep: set[tuple[str, str, str]] = set()
-    for thread_id, ns, _, parent_id, doomed, value_channels, counters in rows:
+    for thread_id, ns, _, parent_id, doomed, held, counters in rows:
         if doomed or not isinstance(counters, dict):
             continue
-        remaining = {c for c in counters if c not in value_channels}
+        remaining = {c for c in counters if c not in held}
         node = parent_id
         while remaining and node is not None and (thread_id, ns, node) in by_key:
             row = by_key[(thread_id, ns, node)]

@@ -126,6 +126,38 @@ def next_version(current: str | int | float | None) -> str:
 # -- serialization ----------------------------------------------------------------
 
 
+INLINE_MAX_CHARS = 256  # a str value up to this long is kept in the checkpoint row
+
+
+def is_inline(value: Any) -> bool:
+    """Whether a channel value lives in its checkpoint's row rather than a channel_values row.
+
+    Only scalars (None, bool, int, float, short str), by type alone: a put keeps an
+    unchanged channel's value where an earlier put stored it, so the choice must not
+    depend on anything but the value (not on a saver's settings).
+    """
+    return value is None or type(value) in (bool, int, float) or (type(value) is str and len(value) <= INLINE_MAX_CHARS)
+
+
+def dump_inline(serde: SerializerProtocol, values: Mapping[str, Any], *, where: str) -> dict[str, list[str]]:
+    """The scalar channel values a checkpoint row keeps: channel -> [type, base64 of the bytes].
+
+    A row per small value (a step counter, a routing flag) cost more than the value;
+    the serializer still makes the bytes, so an EncryptedSerializer covers them.
+    """
+    out = {}
+    for channel, value in values.items():
+        if is_inline(value):
+            type_, data = dump_value(serde, value, channel=channel, where=where)
+            out[require_text(channel, "channel")] = [type_, base64.b64encode(data).decode("ascii")]
+    return out
+
+
+def load_inline(serde: SerializerProtocol, stored: Mapping[str, Sequence[str]] | None) -> dict[str, Any]:
+    """The values `dump_inline` kept."""
+    return {ch: load_value(serde, type_, base64.b64decode(data)) for ch, (type_, data) in (stored or {}).items()}
+
+
 def dump_value(serde: SerializerProtocol, value: Any, *, channel: str, where: str) -> tuple[str, bytes]:
     """Serialize one value, naming the channel when the serializer refuses it."""
     try:
@@ -258,8 +290,9 @@ def put_params(
     uploads: list[Upload] = []
     states: list[tuple[str, ListState]] = []
     needed: list[tuple[str, str]] = []
+    inline_values = dump_inline(serde, values, where=where)
     for channel, version in new_versions.items():
-        if channel not in values:
+        if channel not in values or channel in inline_values:
             continue
         channel = require_text(channel, "channel")
         version = require_text(version, f"version of channel {channel!r}")
@@ -307,6 +340,9 @@ def put_params(
             f"channel {missing[0]!r} has a value but no entry in channel_versions ({where})"
         )
     body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+    if inline_values:
+        body["channel_values"] = inline_values
+    held = [(ch, version) for ch, version in held if ch not in inline_values]
     try:
         body_json = dump_json(body)
     except (TypeError, ValueError) as exc:
@@ -444,6 +480,10 @@ class CheckpointRow:
         return cls(thread_id, ns, checkpoint_id, parent_id, load_json(body), load_json(metadata),
                    exact, channels, versions)
 
+    def holds(self, channel: str) -> bool:
+        """Whether the checkpoint has a value for `channel` (in its row or a values row)."""
+        return channel in self.value_channels or channel in (self.body.get("channel_values") or ())
+
     @property
     def value_keys(self) -> Iterable[tuple[str, str, str, str]]:
         for channel, version in zip(self.value_channels, self.value_versions):
@@ -461,7 +501,7 @@ def build_tuple(
     writes: Iterable[WriteRow],
 ) -> CheckpointTuple:
     """A CheckpointTuple from its row, its decoded values by (channel, version), its writes."""
-    channel_values = {}
+    channel_values = load_inline(serde, row.body.get("channel_values"))
     for channel, version in zip(row.value_channels, row.value_versions):
         if (channel, version) in values:
             channel_values[channel] = values[(channel, version)]

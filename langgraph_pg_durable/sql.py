@@ -401,7 +401,8 @@ WITH lanes AS (
     SELECT DISTINCT thread_id, checkpoint_ns FROM {s}.checkpoints WHERE run_id = ANY(%(run_ids)s)
 )
 SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
-       coalesce(c.run_id = ANY(%(run_ids)s), false), c.value_channels,
+       coalesce(c.run_id = ANY(%(run_ids)s), false),
+       c.value_channels || ARRAY(SELECT jsonb_object_keys(c.checkpoint -> 'channel_values')),
        (c.metadata -> 'counters_since_delta_snapshot')::text
 FROM {s}.checkpoints c JOIN lanes l ON c.thread_id = l.thread_id AND c.checkpoint_ns = l.checkpoint_ns
 WHERE EXISTS (
