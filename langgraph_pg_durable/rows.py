@@ -339,7 +339,8 @@ def put_params(
         raise ConfigError(
             f"channel {missing[0]!r} has a value but no entry in channel_versions ({where})"
         )
-    body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+    # The id is the row's checkpoint_id column; build_tuple puts it back.
+    body = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}
     if inline_values:
         body["channel_values"] = inline_values
     held = [(ch, version) for ch, version in held if ch not in inline_values]
@@ -505,7 +506,7 @@ def build_tuple(
     for channel, version in zip(row.value_channels, row.value_versions):
         if (channel, version) in values:
             channel_values[channel] = values[(channel, version)]
-    checkpoint = {**row.body, "channel_values": channel_values}
+    checkpoint = {**row.body, "id": row.checkpoint_id, "channel_values": channel_values}
     ordered = sorted(writes, key=lambda w: writes_sort_key(w[2], w[0], w[3]))
     pending: list[PendingWrite] = [
         (task_id, channel, load_value(serde, type_, data))
