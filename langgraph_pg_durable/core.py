@@ -117,6 +117,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         self._writes_sql = {
             (r, o): self.sql.put_writes(replace=r, offloaded=o) for r in (False, True) for o in (False, True)
         }
+        self._writes_items_sql = self.sql.put_writes_items()
         self._get_sql = {b: self.sql.get_tuple(by_id=b) for b in (False, True)}
         self._details_sql = self.sql.page_details()
 
@@ -133,19 +134,25 @@ class SaverCore(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
         *,
         use_memory: bool = True,
+        use_offers: bool = True,
     ) -> Query[RunnableConfig | None]:
-        """The put; its decode gives None when a list version it extends has vanished, and
-        the shell sends it again with `use_memory=False` (snapshots only)."""
+        """The put; its decode gives None when a list version it extends, or the items of
+        a pending write it uses, are not there. The shell then sends it again without the
+        writes' items (`use_offers=False`: they may not be committed yet), then without
+        the memory (`use_memory=False`: snapshots only; the version may have been pruned)."""
         params, next_config, uploads, states = rows.put_params(
-            self.serde, config, checkpoint, metadata, new_versions, self.placement, self.lists, use_memory
+            self.serde, config, checkpoint, metadata, new_versions, self.placement, self.lists,
+            use_memory, use_offers and use_memory,
         )
+        used_offers = bool(params["base_item_channels"])
         where = f"put of checkpoint {params['checkpoint_id']!r} on thread {params['thread_id']!r}"
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
         groups = rows.inline_item_groups(params)
 
         def stored(fetched: Sequence[Any]) -> RunnableConfig | None:
             if not fetched:
-                self.lists.memory.forget(thread_id, ns)
+                if not used_offers:  # else the items may only be in flight: keep the memory
+                    self.lists.memory.forget(thread_id, ns)
                 return None
             self._remember_lists(thread_id, ns, states)
             self.lists.memory.holds(thread_id, ns, checkpoint_id, checkpoint["channel_versions"])
@@ -166,11 +173,25 @@ class SaverCore(BaseCheckpointSaver[str]):
         if not writes:
             rows.parse_config(config, need_checkpoint_id=True)
             return None
-        params, replace, uploads = rows.put_writes_params(
-            self.serde, config, writes, task_id, task_path, self.placement
+        params, replace, uploads, offers = rows.put_writes_params(
+            self.serde, config, writes, task_id, task_path, self.placement, self.lists
         )
         where = f"put_writes of task {task_id!r} on thread {params['thread_id']!r}"
-        return Query(where, self._writes_sql[(replace, bool(uploads))], params, uploads=uploads)
+        if not offers:
+            return Query(where, self._writes_sql[(replace, bool(uploads))], params, uploads=uploads)
+        thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
+        groups = rows.inline_item_groups(params)
+        # Offered now, not once stored: LangGraph sends the child checkpoint's put while
+        # these writes may still be in flight. A put that uses items not committed yet
+        # finds them missing and stores its own.
+        for channel, offered in offers:
+            self.lists.memory.offer(thread_id, ns, checkpoint_id, channel, offered)
+
+        def stored(_: Sequence[Any]) -> None:
+            for (channel, version), group in groups.items():
+                self.items.add(thread_id, ns, channel, version, group)
+
+        return Query(where, self._writes_items_sql, params, stored, uploads)
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = rows.parse_config(config)

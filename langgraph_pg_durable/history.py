@@ -28,6 +28,7 @@ from .rows import (
     load_value,
     metadata_contains,
     parse_config,
+    resolve_writes,
 )
 
 FIRST_PAGE = 8
@@ -201,6 +202,20 @@ class HistoryScan:
             )
             for (channel, version), (value, _state) in restored.items():
                 fresh[(thread_id, ns, channel, version)] = value
+        for (thread_id, ns, checkpoint_id), lane_writes in writes.items():
+            if any(w[4] == list_layout.WRITE_ITEMS_TYPE for w in lane_writes):
+                lane = (thread_id, ns)
+                groups = raw_items.get(lane, {})
+                decoded = self.items.setdefault(lane, {})
+
+                def items_of(channel: str, groups: Any = groups, decoded: Any = decoded) -> Any:
+                    mine = {version: group for (ch, version), group in groups.items() if ch == channel}
+                    return list_layout.decode_into(self.serde, load_value, decoded.setdefault(channel, {}), mine)
+
+                writes[(thread_id, ns, checkpoint_id)] = resolve_writes(
+                    self.serde, lane_writes, items_of, decoded=True,
+                    where=lambda w, t=thread_id, c=checkpoint_id: f"thread {t!r}, checkpoint {c!r}, write of task {w[0]!r} to channel {w[1]!r}",
+                )
         # Keep what this page used: the next (older) page mostly holds the same versions.
         known = {**self.values, **fresh}
         self.values = {k: known[k] for row in page for k in row.value_keys if k in known}

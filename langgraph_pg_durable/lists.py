@@ -13,10 +13,15 @@ written every `snapshot_every` versions and whenever a change is not a pure appe
 A new version extends the version its parent checkpoint holds, known from an in-process
 memory (`ListMemory`); when it has nothing, a snapshot is written. Correctness never
 depends on it: the rows alone describe every value.
+
+A pending write to a channel in this layout stores its items the same way, under a
+write key of its own (`write_items`), and its row in `checkpoint_writes` only names
+them; the next version's delta then uses those items instead of storing them again.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import threading
 from collections import OrderedDict
@@ -34,7 +39,10 @@ from .offload import ObjectRef, Placement, Upload
 
 T = TypeVar("T")
 
+WRITE_KEY_PREFIX = "~"  # write keys never look like versions, which start with a digit
+
 LIST_TYPE = "langgraph-pg-durable/list-v1"
+WRITE_ITEMS_TYPE = "langgraph-pg-durable/write-items-v1"  # a pending write whose items are in channel_items
 CHAIN_SEPARATOR = "\x1f"  # joins a chain's versions into one text parameter
 DEFAULT_SNAPSHOT_EVERY = 16
 
@@ -96,6 +104,7 @@ class ListRow:
     uploads: list[Upload]
     state: ListState
     needs: tuple[str, ...]  # stored versions of the channel it relies on (must still exist)
+    item_needs: tuple[str, ...] = ()  # write keys whose stored items it uses (must still exist)
 
 
 def digest(type_: str, data: bytes) -> bytes:
@@ -118,10 +127,15 @@ def plan(
     placement: Placement,
     where: str,
     dump: Any,
+    offered: Mapping[bytes, Location] | None = None,
 ) -> ListRow:
     """The rows that store `value` as version `version`: a delta on `base` (the version
     the parent checkpoint holds) when `value` only appends to it within the chain limit,
-    else a snapshot reusing whatever items `base` already stored."""
+    else a snapshot reusing whatever items `base` already stored.
+
+    `offered` are items the parent checkpoint's pending writes stored, by digest: an
+    appended item found there is used where it is rather than stored again.
+    """
     # Digests come from a deterministic serialization: under EncryptedSerializer the
     # inner serializer's, since ciphertext differs on every call.
     plain_serde = getattr(serde, "serde", serde) if isinstance(serde, EncryptedSerializer) else serde
@@ -141,14 +155,17 @@ def plan(
             uploads.append(Upload(ref, data, f"put of {where}, item {item_index}"))
         return version, idx
 
+    offered = offered or {}
     if base is not None and appends and len(base.chain) + 1 < snapshot_every:
         chain = (*base.chain, base.version)
-        own = [store(i) for i in range(len(base.digests), len(plain))]
+        own = [offered.get(digests[i]) or store(i) for i in range(len(base.digests), len(plain))]
         locations = base.locations + tuple(own)
         segments = _segments(own)
     else:
         chain = ()
-        known: dict[bytes, Location] = {} if base is None else dict(zip(base.digests, base.locations))
+        known: dict[bytes, Location] = dict(offered)
+        if base is not None:
+            known.update(zip(base.digests, base.locations))
         placed = []
         for i, d in enumerate(digests):
             if d not in known:
@@ -162,7 +179,65 @@ def plan(
     # A snapshot reusing stored items relies on the base rows that hold them.
     reused = any(location[0] != version for location in locations)
     needs = chain if chain else (base.version,) if reused and base is not None else ()
-    return ListRow(body, chain, item_versions, items, uploads, state, needs)
+    offered_keys = {location[0] for location in offered.values()}
+    item_needs = tuple(v for v in item_versions if v in offered_keys)
+    return ListRow(body, chain, item_versions, items, uploads, state, needs, item_needs)
+
+
+@dataclass(frozen=True)
+class WriteItems:
+    """A pending write stored as items: its row's body, its items, what a delta may reuse."""
+
+    key: str  # the write key the items are stored under, in place of a version
+    body: bytes  # the checkpoint_writes value: orjson of {"k": key, "n": count, "list": bool}
+    items: list[ItemRow]
+    uploads: list[Upload]
+    offered: list[tuple[bytes, Location]]  # (digest, location) of each item
+
+
+def write_items(
+    serde: SerializerProtocol,
+    *,
+    channel: str,
+    value: Any,
+    identity: str,
+    placement: Placement,
+    where: str,
+    dump: Any,
+) -> WriteItems:
+    """Store a pending write's items (a list's, or the one value) in channel_items.
+
+    `identity` names the write (checkpoint, task, index); the key also hashes the items,
+    so a task that wrote other values on a retry never shares a key with the first try.
+    """
+    values = value if type(value) is list else [value]
+    plain_serde = getattr(serde, "serde", serde) if isinstance(serde, EncryptedSerializer) else serde
+    plain = [dump(plain_serde, item, channel=channel, where=where) for item in values]
+    digests = [digest(t, d) for t, d in plain]
+    h = hashlib.blake2b(identity.encode(), digest_size=9)
+    for d in digests:
+        h.update(d)
+    key = WRITE_KEY_PREFIX + base64.urlsafe_b64encode(h.digest()).decode()
+    items, uploads = [], []
+    for idx, item in enumerate(values):
+        type_, data = plain[idx] if plain_serde is serde else dump(serde, item, channel=channel, where=where)
+        inline, ref = placement.place(data, where=f"item {idx} of {where}")
+        items.append(ItemRow(channel, key, idx, type_, inline, ref))
+        if ref is not None:
+            uploads.append(Upload(ref, data, f"put_writes of {where}, item {idx}"))
+    body = orjson.dumps({"k": key, "n": len(values), "list": type(value) is list})
+    return WriteItems(key, body, items, uploads, [(d, (key, i)) for i, d in enumerate(digests)])
+
+
+def load_write(
+    serde: SerializerProtocol, load: Any, body: bytes, items: Mapping[Location, T] | None, decoded: bool, *, where: str
+) -> Any:
+    """A pending write's value from its row's body and its items (raw, or `decoded`)."""
+    head = orjson.loads(body)
+    locations = [(head["k"], i) for i in range(head["n"])]
+    found = pick(items or {}, locations, where=where)
+    values = found if decoded else _decode_all(serde, load, found)
+    return values if head["list"] else values[0]
 
 
 def _extends(digests: Sequence[bytes], base: Sequence[bytes]) -> bool:
@@ -289,6 +364,16 @@ def restore(
     return out
 
 
+def decode_into(
+    serde: SerializerProtocol, load: Any, cache: dict[Location, Any], groups: Mapping[str, RawItems]
+) -> dict[Location, Any]:
+    """`cache` (decoded items of one channel) with every item of `groups` (by version) in it."""
+    fresh = [(version, idx) for version, group in groups.items() for idx in group if (version, idx) not in cache]
+    if fresh:
+        cache.update(zip(fresh, _decode_all(serde, load, [groups[v][i] for v, i in fresh])))
+    return cache
+
+
 def _decode_all(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str, bytes | None]]) -> list[Any]:
     """Decode items in order; plain msgpack items of the default serializer in one call,
     framed as one msgpack array (the bytes a whole list would have), which saves a
@@ -315,6 +400,7 @@ class ListMemory:
     def __init__(self, max_states: int = 1024, max_checkpoints: int = 4096) -> None:
         self._states: OrderedDict[tuple[str, str, str, str], ListState] = OrderedDict()
         self._held: OrderedDict[tuple[str, str, str], dict[str, str]] = OrderedDict()
+        self._offers: OrderedDict[tuple[str, str, str, str], dict[bytes, Location]] = OrderedDict()
         self._max_states = max_states
         self._max_checkpoints = max_checkpoints
         self._lock = threading.Lock()
@@ -331,6 +417,8 @@ class ListMemory:
         with self._lock:
             for key in [k for k in self._states if k[:2] == (thread_id, ns)]:
                 del self._states[key]
+            for key in [k for k in self._offers if k[:2] == (thread_id, ns)]:
+                del self._offers[key]
 
     def base(self, thread_id: str, ns: str, parent_id: str | None, channel: str) -> ListState | None:
         """The state of the channel's version in the parent checkpoint, if known."""
@@ -339,6 +427,21 @@ class ListMemory:
         with self._lock:
             version = self._held.get((thread_id, ns, parent_id), {}).get(channel)
             return None if version is None else self._states.get((thread_id, ns, channel, version))
+
+    def offer(self, thread_id: str, ns: str, checkpoint_id: str, channel: str,
+              offered: Sequence[tuple[bytes, Location]]) -> None:
+        """Record items a pending write of a checkpoint stored, for its child's delta."""
+        with self._lock:
+            key = (thread_id, ns, checkpoint_id, channel)
+            self._offers.setdefault(key, {}).update(offered)
+            self._offers.move_to_end(key)
+            while len(self._offers) > self._max_checkpoints:
+                self._offers.popitem(last=False)
+
+    def offered(self, thread_id: str, ns: str, checkpoint_id: str | None, channel: str) -> dict[bytes, Location]:
+        """Items the checkpoint's pending writes to the channel stored, by digest."""
+        with self._lock:
+            return dict(self._offers.get((thread_id, ns, checkpoint_id or "", channel), {}))
 
     def remember(self, thread_id: str, ns: str, channel: str, state: ListState) -> None:
         with self._lock:

@@ -9,7 +9,7 @@ import base64
 import json
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -274,6 +274,7 @@ def put_params(
     placement: Placement,
     lists: ListPolicy,
     use_memory: bool = True,
+    use_offers: bool = True,
 ) -> tuple[dict[str, Any], RunnableConfig, list[Upload], list[tuple[str, ListState]]]:
     """Parameters of `Statements.put`, the config that `put` returns, the objects to store
     first, and the list versions it stores (for the writer's memory)."""
@@ -290,6 +291,7 @@ def put_params(
     uploads: list[Upload] = []
     states: list[tuple[str, ListState]] = []
     needed: list[tuple[str, str]] = []
+    needed_items: list[tuple[str, str]] = []
     inline_values = dump_inline(serde, values, where=where)
     for channel, version in new_versions.items():
         if channel not in values or channel in inline_values:
@@ -309,9 +311,11 @@ def put_params(
             whole = dump_value(serde, value, channel=channel, where=where)
             layout = len(whole[1]) > lists.min_bytes
         if layout:
+            offered = lists.memory.offered(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel) if use_offers else {}
             row = list_layout.plan(
                 serde, channel=channel, version=version, value=value, base=base,
                 snapshot_every=lists.snapshot_every, placement=placement, where=what, dump=dump_value,
+                offered=offered,
             )
             type_, inline, ref = list_layout.LIST_TYPE, row.value, None
             chains.append(list_layout.CHAIN_SEPARATOR.join(row.chain))
@@ -320,6 +324,7 @@ def put_params(
             uploads.extend(row.uploads)
             states.append((channel, row.state))
             needed.extend((channel, v) for v in row.needs)
+            needed_items.extend((channel, v) for v in row.item_needs)
         else:
             type_, data = whole or dump_value(serde, value, channel=channel, where=where)
             inline, ref = placement.place(data, where=f"the value of {what}")
@@ -374,6 +379,8 @@ def put_params(
         **_ref_params(refs),
         "base_channels": TextArray(c for c, _ in needed),
         "base_versions": TextArray(v for _, v in needed),
+        "base_item_channels": TextArray(c for c, _ in needed_items),
+        "base_item_versions": TextArray(v for _, v in needed_items),
         "list_chains": TextArray(chains),
         "item_versions": TextArray(item_versions),
         **_item_params(items),
@@ -415,22 +422,48 @@ def put_writes_params(
     task_id: str,
     task_path: str,
     placement: Placement,
-) -> tuple[dict[str, Any], bool, list[Upload]]:
-    """Parameters of `Statements.put_writes`, whether they replace (special channels), objects to store."""
+    lists: ListPolicy | None = None,
+) -> tuple[dict[str, Any], bool, list[Upload], list[tuple[str, list[tuple[bytes, list_layout.Location]]]]]:
+    """Parameters of `Statements.put_writes`, whether they replace (special channels),
+    objects to store, and the items stored per channel (for the child's delta).
+
+    A write to a channel whose version in this checkpoint is a list in the delta layout
+    (the writer's memory knows it) stores its items in channel_items: the next version's
+    delta uses them rather than storing them again.
+    """
     key = parse_config(config, need_checkpoint_id=True)
     where = f"thread {key.thread_id!r}, checkpoint {key.checkpoint_id!r}, task {task_id!r}"
-    idx, channels, types, blobs = [], [], [], []
+    idx, channels, types, blobs, item_keys = [], [], [], [], []
     refs: list[ObjectRef | None] = []
     uploads: list[Upload] = []
+    items: list[ItemRow] = []
+    offers: list[tuple[str, list[tuple[bytes, list_layout.Location]]]] = []
     for i, (channel, value) in enumerate(writes):
-        type_, data = dump_value(serde, value, channel=channel, where=where)
         what = f"{where}, write to channel {channel!r}"
-        inline, ref = placement.place(data, where=f"the value of {what}")
         idx.append(WRITES_IDX_MAP.get(channel, i))
         channels.append(require_text(channel, "channel"))
+        if (
+            lists is not None and lists.snapshot_every > 1 and channel not in WRITES_IDX_MAP
+            and lists.memory.base(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel) is not None
+        ):
+            stored = list_layout.write_items(
+                serde, channel=channel, value=value, identity=f"{key.checkpoint_id}\x00{task_id}\x00{i}",
+                placement=placement, where=what, dump=dump_value,
+            )
+            types.append(list_layout.WRITE_ITEMS_TYPE)
+            blobs.append(stored.body)
+            refs.append(None)
+            item_keys.append(stored.key)
+            items.extend(stored.items)
+            uploads.extend(stored.uploads)
+            offers.append((channel, stored.offered))
+            continue
+        type_, data = dump_value(serde, value, channel=channel, where=where)
+        inline, ref = placement.place(data, where=f"the value of {what}")
         types.append(type_)
         blobs.append(inline)
         refs.append(ref)
+        item_keys.append(None)
         if ref is not None:
             uploads.append(Upload(ref, data, f"put_writes of {what}"))
     params = {
@@ -445,8 +478,11 @@ def put_writes_params(
         "values": ByteaArray(blobs),
         **_ref_params(refs),
     }
+    if items:
+        params["write_item_versions"] = TextArray(item_keys)
+        params.update(_item_params(items))
     replace = bool(writes) and all(channel in WRITES_IDX_MAP for channel, _ in writes)
-    return params, replace, uploads
+    return params, replace, uploads, offers
 
 
 def _ref_params(refs: Sequence[ObjectRef | None]) -> dict[str, Any]:
@@ -491,8 +527,26 @@ class CheckpointRow:
             yield self.thread_id, self.checkpoint_ns, channel, version
 
 
-# Pending writes as fetched: (task_id, channel, task_path, idx, type, data).
-WriteRow = tuple[str, str, str, int, str, bytes | None]
+# Pending writes as fetched: (task_id, channel, task_path, idx, type, data); type None
+# when data is already the value (a write stored as items, rebuilt by `resolve_writes`).
+WriteRow = tuple[str, str, str, int, str | None, Any]
+
+
+def resolve_writes(
+    serde: SerializerProtocol,
+    writes: Sequence[WriteRow],
+    items: Callable[[str], Mapping[list_layout.Location, Any]],
+    *,
+    decoded: bool,
+    where: Callable[[WriteRow], str],
+) -> list[WriteRow]:
+    """The writes, with each one stored as items rebuilt from `items(channel)` (their raw
+    bytes, or with `decoded` the items themselves)."""
+    return [
+        (*w[:4], None, list_layout.load_write(serde, load_value, w[5], items(w[1]), decoded, where=where(w)))
+        if w[4] == list_layout.WRITE_ITEMS_TYPE else w
+        for w in writes
+    ]
 
 
 def build_tuple(
@@ -509,7 +563,7 @@ def build_tuple(
     checkpoint = {**row.body, "id": row.checkpoint_id, "channel_values": channel_values}
     ordered = sorted(writes, key=lambda w: writes_sort_key(w[2], w[0], w[3]))
     pending: list[PendingWrite] = [
-        (task_id, channel, load_value(serde, type_, data))
+        (task_id, channel, data if type_ is None else load_value(serde, type_, data))
         for task_id, channel, _path, _idx, type_, data in ordered
     ]
     key = CheckpointKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
@@ -595,4 +649,12 @@ def tuple_from_union(
         values[(channel, version)] = value
         if state is not None:
             states.append((channel, state))
+    if any(w[4] == list_layout.WRITE_ITEMS_TYPE for w in writes):
+        by_channel: dict[str, dict[list_layout.Location, tuple[str, bytes]]] = {}
+        for (channel, version), group in {**(held or {}), **fetched}.items():
+            by_channel.setdefault(channel, {}).update(((version, idx), raw) for idx, raw in group.items())
+        writes = resolve_writes(
+            serde, writes, lambda channel: by_channel.get(channel, {}), decoded=False,
+            where=lambda w: f"thread {key.thread_id!r}, checkpoint {row.checkpoint_id!r}, write of task {w[0]!r} to channel {w[1]!r}",
+        )
     return build_tuple(serde, row, values, writes), states, fetched

@@ -189,7 +189,11 @@ class DurablePostgresSaver(SaverCore):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        stored = self._execute(self._put_query(config, checkpoint, metadata, new_versions))
+        query = self._put_query(config, checkpoint, metadata, new_versions)
+        stored = self._execute(query)
+        if stored is None and query.params["base_item_channels"]:
+            # The items of a pending write it used were not committed yet: store them.
+            stored = self._execute(self._put_query(config, checkpoint, metadata, new_versions, use_offers=False))
         if stored is None:  # a list version it extended was pruned meanwhile: store snapshots
             stored = self._execute(self._put_query(config, checkpoint, metadata, new_versions, use_memory=False))
         assert stored is not None

@@ -74,12 +74,20 @@ RETURNING 1"""
 -- must still be there: if one was pruned meanwhile, nothing is written and the caller
 -- sends the put again with snapshots.
 WITH missing_bases AS (
-    SELECT 1 FROM unnest(%(base_channels)b::text[], %(base_versions)b::text[]) AS b(channel, version)
-    WHERE NOT EXISTS (
+    (SELECT 1 FROM unnest(%(base_channels)b::text[], %(base_versions)b::text[]) AS b(channel, version)
+     WHERE NOT EXISTS (
         SELECT 1 FROM {s}.channel_values v
         WHERE v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
           AND v.channel = b.channel AND v.version = b.version)
-    LIMIT 1
+     LIMIT 1)
+    UNION ALL
+    -- Items a pending write stored (a group is written whole, so its first item will do).
+    (SELECT 1 FROM unnest(%(base_item_channels)b::text[], %(base_item_versions)b::text[]) AS b(channel, version)
+     WHERE NOT EXISTS (
+        SELECT 1 FROM {s}.channel_items i
+        WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
+          AND i.channel = b.channel AND i.version = b.version AND i.idx = 0)
+     LIMIT 1)
 ), stored_values AS (
     INSERT INTO {s}.channel_values (
         thread_id, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size,
@@ -114,6 +122,33 @@ SELECT
     %(value_versions)b::text[], %(metadata)s::jsonb, %(metadata_exact)s
 WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
 {self._checkpoint_conflict()}"""
+
+    def put_writes_items(self) -> str:
+        """Insert a task's writes, some stored as items under their write keys (never a
+        special channel's, so never replacing)."""
+        s = self.q
+        return f"""
+WITH stored_items AS (
+    INSERT INTO {s}.channel_items (
+        thread_id, checkpoint_ns, channel, version, idx, type, value, object_key, object_sha256, object_size)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, i.channel, i.version, i.idx, i.type, i.value,
+           i.object_key, i.object_sha256, i.object_size
+    FROM unnest(%(item_channels)b::text[], %(item_of)b::text[], %(item_idx)b::int[], %(item_types)b::text[],
+                %(item_values)b::bytea[], %(item_object_keys)b::text[], %(item_object_shas)b::text[],
+                %(item_object_sizes)b::int8[])
+        AS i(channel, version, idx, type, value, object_key, object_sha256, object_size)
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version, idx) DO NOTHING
+)
+INSERT INTO {s}.checkpoint_writes (
+    thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value,
+    object_key, object_sha256, object_size, item_version)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
+       w.idx, w.channel, w.type, w.value, w.object_key, w.object_sha256, w.object_size, w.item_version
+FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b::bytea[],
+            %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[],
+            %(write_item_versions)b::text[])
+    AS w(idx, channel, type, value, object_key, object_sha256, object_size, item_version)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING"""
 
     def put_writes(self, *, replace: bool, offloaded: bool = True) -> str:
         """Insert a task's writes; `replace` (special channels only) overwrites a retry's rows;
@@ -184,11 +219,21 @@ links AS MATERIALIZED (
       ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
      AND v.channel = k.channel AND v.version = k.version
 ),
--- Minus the item groups the caller already holds (items never change once written).
+writes AS MATERIALIZED (
+    SELECT w.task_id, w.channel, w.task_path, w.idx, w.type, w.value,
+           w.object_key, w.object_sha256, w.object_size, w.item_version
+    FROM {s}.checkpoint_writes w
+    WHERE w.thread_id = %(thread_id)s AND w.checkpoint_ns = %(checkpoint_ns)s
+      AND w.checkpoint_id = (SELECT checkpoint_id FROM target)
+),
+-- The items those lists and writes use, minus the groups the caller already holds
+-- (items never change once written).
 item_keys AS MATERIALIZED (
     SELECT r.channel, x.version
     FROM (SELECT channel, item_versions FROM vals UNION ALL SELECT channel, item_versions FROM links) AS r,
          unnest(r.item_versions) AS x(version)
+    UNION
+    SELECT channel, item_version FROM writes WHERE item_version IS NOT NULL
     EXCEPT
     SELECT k.channel, k.version FROM unnest(%(known_channels)b::text[], %(known_versions)b::text[]) AS k(channel, version)
 ),
@@ -220,11 +265,9 @@ JOIN {s}.channel_items i
   ON i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
  AND i.channel = k.channel AND i.version = k.version
 UNION ALL
-SELECT 'w', w.task_id, w.channel, w.task_path, w.idx, NULL, NULL, NULL, NULL, w.type, w.value,
-       w.object_key, w.object_sha256, w.object_size
-FROM {s}.checkpoint_writes w
-WHERE w.thread_id = %(thread_id)s AND w.checkpoint_ns = %(checkpoint_ns)s
-  AND w.checkpoint_id = (SELECT checkpoint_id FROM target)"""
+SELECT 'w', task_id, channel, task_path, idx, NULL, NULL, NULL, NULL, type, value,
+       object_key, object_sha256, object_size
+FROM writes"""
 
     def list_page(self, where: str) -> str:
         """One page of checkpoint rows, newest first, for keyset pagination."""
@@ -255,11 +298,21 @@ WITH vals AS MATERIALIZED (
     JOIN {s}.channel_values v
       ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
      AND v.channel = k.channel AND v.version = k.version
+), writes AS MATERIALIZED (
+    SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel, w.task_path, w.idx,
+           w.type, w.value, w.object_key, w.object_sha256, w.object_size, w.item_version
+    FROM unnest(%(w_threads)b::text[], %(w_namespaces)b::text[], %(w_checkpoints)b::text[])
+        AS k(thread_id, checkpoint_ns, checkpoint_id)
+    JOIN {s}.checkpoint_writes w
+      ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns
+     AND w.checkpoint_id = k.checkpoint_id
 ), item_keys AS MATERIALIZED (
     SELECT r.thread_id, r.checkpoint_ns, r.channel, x.version
     FROM (SELECT thread_id, checkpoint_ns, channel, item_versions FROM vals
           UNION ALL SELECT thread_id, checkpoint_ns, channel, item_versions FROM links) AS r,
          unnest(r.item_versions) AS x(version)
+    UNION
+    SELECT thread_id, checkpoint_ns, channel, item_version FROM writes WHERE item_version IS NOT NULL
     EXCEPT  -- the item groups earlier pages of the same walk already brought
     SELECT * FROM unnest(%(k_threads)b::text[], %(k_namespaces)b::text[], %(k_channels)b::text[],
                          %(k_versions)b::text[])
@@ -280,13 +333,9 @@ JOIN {s}.channel_items i
   ON i.thread_id = k.thread_id AND i.checkpoint_ns = k.checkpoint_ns
  AND i.channel = k.channel AND i.version = k.version
 UNION ALL
-SELECT 'w', w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel,
-       w.task_path, w.idx, w.type, w.value, w.object_key, w.object_sha256, w.object_size
-FROM unnest(%(w_threads)b::text[], %(w_namespaces)b::text[], %(w_checkpoints)b::text[])
-    AS k(thread_id, checkpoint_ns, checkpoint_id)
-JOIN {s}.checkpoint_writes w
-  ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns
- AND w.checkpoint_id = k.checkpoint_id"""
+SELECT 'w', thread_id, checkpoint_ns, checkpoint_id, task_id, channel,
+       task_path, idx, type, value, object_key, object_sha256, object_size
+FROM writes"""
 
     def referenced_objects(self) -> str:
         """Which of the given object keys some row still references (for gc)."""
@@ -366,6 +415,14 @@ gone AS (
             ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
            AND v.channel = k.channel AND v.version = k.version) AS r,
          unnest(r.item_versions) AS x(version)
+    UNION  -- the items of surviving checkpoints' pending writes
+    SELECT w.thread_id, w.checkpoint_ns, w.channel, w.item_version
+    FROM {s}.checkpoint_writes w
+    WHERE w.thread_id IN (SELECT thread_id FROM doomed) AND w.item_version IS NOT NULL
+      AND NOT EXISTS (
+        SELECT 1 FROM doomed d
+        WHERE d.thread_id = w.thread_id AND d.checkpoint_ns = w.checkpoint_ns
+          AND d.checkpoint_id = w.checkpoint_id)
 ), gone_values AS (
     DELETE FROM {s}.channel_values v USING freed f
     WHERE v.thread_id = f.thread_id AND v.checkpoint_ns = f.checkpoint_ns
@@ -450,9 +507,9 @@ WITH copied_values AS (
 ), copied_writes AS (
     INSERT INTO {s}.checkpoint_writes (
         thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value,
-        object_key, object_sha256, object_size)
+        object_key, object_sha256, object_size, item_version)
     SELECT %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value,
-           object_key, object_sha256, object_size
+           object_key, object_sha256, object_size, item_version
     FROM {s}.checkpoint_writes WHERE thread_id = %(source)s
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
 )
