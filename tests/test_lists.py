@@ -23,6 +23,7 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
+from langgraph_pg_durable import rows
 from langgraph_pg_durable.lists import LIST_TYPE, ListIntegrityError
 
 # -- random histories of one list channel, put directly ----------------------------------------
@@ -39,6 +40,9 @@ OPS = st.one_of(
     st.tuples(st.just("not a list"), st.text(max_size=5)),
     st.tuples(st.just("fork"), st.integers(0, 50)),
     st.tuples(st.just("prune")),
+    # A task's pending write, then the child holding its items appended (or, with
+    # `other`, the same items reversed: a reducer that does not simply append).
+    st.tuples(st.just("write"), st.lists(ITEMS, min_size=1, max_size=3), st.booleans(), st.booleans()),
 )
 
 
@@ -69,6 +73,7 @@ class History:
         self.expected: dict[str, Any] = {}  # checkpoint id -> the value put
         self.order: list[tuple[str, str, Any]] = []  # (checkpoint id, version, value) in put order
         self.head: tuple[dict, Any, Any] | None = None  # (config, checkpoint, value)
+        self.writes: dict[str, list[tuple[str, str, Any]]] = {}  # checkpoint id -> its pending writes
 
     def put(self, value: Any, parent: tuple[dict, Any, Any] | None = None) -> None:
         base = parent or self.head
@@ -82,6 +87,17 @@ class History:
         self.expected[checkpoint["id"]] = value
         self.order.append((checkpoint["id"], version, value))
         self.head = (next_config, checkpoint, value)
+
+    def append(self, new_items: list, *, single: bool = False, appended: list | None = None) -> None:
+        """As a graph step does: the task's pending write to the head checkpoint, then the
+        child checkpoint holding the list with the write's items (or `appended`) appended."""
+        assert self.head is not None
+        value = new_items[0] if single else new_items
+        task_id = f"task-{len(self.order):04d}"
+        self.saver.put_writes(self.head[0], [("items", value)], task_id)
+        self.writes.setdefault(self.head[1]["id"], []).append((task_id, "items", value))
+        base = self.head[2] if isinstance(self.head[2], list) else []
+        self.put(base + (new_items if appended is None else appended))
 
     def fork(self, index: int) -> None:
         """The next put continues from an older checkpoint, as update_state on history does."""
@@ -151,9 +167,17 @@ def test_random_histories_restore_exactly(pg_dsn: str, shared_schema: str, ops: 
                 saver.prune([thread_id], strategy="keep_latest")
                 history.order = history.order[-1:]  # the newest checkpoint survives
                 continue
+            if op[0] == "write":
+                _, items, single, other = op
+                written = items[:1] if single else items
+                history.append(written, single=single, appended=written[::-1] if other else None)
+                value = history.head[2]
+                continue
             value = apply(value, op)
             history.put(value)
         check_every_checkpoint(pg_dsn, shared_schema, thread_id, history.expected, saver.serde)
+        with DurablePostgresSaver.from_conn_string(pg_dsn, schema=shared_schema) as fresh:
+            _check_writes(fresh, thread_id, history)
 
 
 async def test_the_async_saver_writes_and_reads_the_same_layout(pg_dsn: str, schema_name: str) -> None:
@@ -202,6 +226,84 @@ def test_a_growing_list_stores_each_item_once(pg_dsn: str, schema_name: str) -> 
     check_every_checkpoint(pg_dsn, schema_name, thread_id, history.expected, saver.serde)
 
 
+def _append_steps(saver: Any, thread_id: str, steps: int) -> History:
+    """A list grown by pending writes: one item, two items, or a single value, in turn."""
+    history = History(saver, thread_id)
+    history.put([f"{thread_id}:seed"])
+    for step in range(steps):
+        new = [f"{thread_id}:{step}:{k} " + "w" * 50 for k in range(1 + step % 2)]
+        history.append(new[:1] if step % 3 == 2 else new, single=step % 3 == 2)
+    return history
+
+
+def _check_writes(saver: Any, thread_id: str, history: History) -> None:
+    """Every surviving checkpoint's pending writes read back as written, by id and by list()."""
+    serde = saver.serde
+    listed = {t.checkpoint["id"]: t.pending_writes for t in saver.list({"configurable": {"thread_id": thread_id}})}
+    assert listed
+    for checkpoint_id, pending in listed.items():
+        want = [(t, c, serde.loads_typed(serde.dumps_typed(v))) for t, c, v in history.writes.get(checkpoint_id, [])]
+        assert pending == want, checkpoint_id
+        assert _types([v for *_, v in pending]) == _types([v for *_, v in want])
+        one = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}})
+        assert one.pending_writes == pending
+
+
+async def test_a_pending_write_stores_its_items_once_and_reads_back(pg_dsn: str, schema_name: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=8, list_min_bytes=0) as saver:
+        saver.setup()
+        history = _append_steps(saver, "pw", 30)
+    appended = 1 + sum(len(v) if isinstance(v, list) else 1 for ws in history.writes.values() for _, _, v in ws)
+    with psycopg.connect(pg_dsn) as conn:
+        items = conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_items').fetchone()[0]
+        by_key = conn.execute(f'SELECT count(*) FROM "{schema_name}".checkpoint_writes WHERE item_version IS NOT NULL').fetchone()[0]
+    assert items == appended  # in the writes' items, never again in the deltas
+    assert by_key == 30
+    check_every_checkpoint(pg_dsn, schema_name, "pw", history.expected, saver.serde)
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        _check_writes(fresh, "pw", history)
+    async with AsyncDurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as asaver:
+        latest = await asaver.aget_tuple({"configurable": {"thread_id": "pw"}})
+        parent = await asaver.aget_tuple(latest.parent_config)
+    assert latest.checkpoint["channel_values"]["items"] == history.order[-1][2]
+    assert parent.pending_writes == history.writes[parent.checkpoint["id"]]
+
+
+def test_a_put_that_outruns_the_pending_write_stores_the_items_itself(pg_dsn: str, schema_name: str) -> None:
+    """LangGraph may send a child's put before its parent's writes commit."""
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=8, list_min_bytes=0) as saver:
+        saver.setup()
+        history = History(saver, "outrun")
+        history.put(["first"])
+        parent = history.head[1]["id"]
+        # The writes' items are offered (as put_writes does before it is sent) but never stored.
+        params, *_, offers = rows.put_writes_params(
+            saver.serde, history.head[0], [("items", ["second"])], "task", "", saver.placement, saver.lists)
+        for channel, offered in offers:
+            saver.lists.memory.offer("outrun", "", parent, channel, offered)
+        history.put(["first", "second"])
+    check_every_checkpoint(pg_dsn, schema_name, "outrun", history.expected, saver.serde)
+    with psycopg.connect(pg_dsn) as conn:
+        versions = [r[0] for r in conn.execute(f'SELECT version FROM "{schema_name}".channel_items')]
+    assert len(versions) == 2 and not any(v.startswith("~") for v in versions)
+
+
+def test_missing_items_of_a_pending_write_are_a_clear_error(pg_dsn: str, schema_name: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=8, list_min_bytes=0) as saver:
+        saver.setup()
+        history = _append_steps(saver, "pw-broken", 3)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"DELETE FROM \"{schema_name}\".channel_items WHERE version LIKE '~%%'")
+    parent = {"configurable": {"thread_id": "pw-broken", "checkpoint_ns": "", "checkpoint_id": history.order[-2][0]}}
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        for config in (parent, {"configurable": {"thread_id": "pw-broken"}}):
+            with pytest.raises(ListIntegrityError) as failure:
+                fresh.get_tuple(config)
+            assert "'pw-broken'" in str(failure.value) and "'items'" in str(failure.value)
+        with pytest.raises(ListIntegrityError):
+            list(fresh.list({"configurable": {"thread_id": "pw-broken"}}))
+
+
 # -- chains and deletions ----------------------------------------------------------------------
 
 
@@ -214,21 +316,29 @@ def _grow(saver: Any, thread_id: str, steps: int) -> History:
     return history
 
 
-def test_prune_copy_and_delete_keep_every_surviving_checkpoint_restorable(pg_dsn: str, schema_name: str) -> None:
+@pytest.mark.parametrize("grow", [_grow, _append_steps], ids=["puts", "pending writes"])
+def test_prune_copy_and_delete_keep_every_surviving_checkpoint_restorable(
+    pg_dsn: str, schema_name: str, grow: Any
+) -> None:
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=5, list_min_bytes=0) as saver:
         saver.setup()
-        a = _grow(saver, "chain-a", 13)
+        a = grow(saver, "chain-a", 13)
         saver.copy_thread("chain-a", "chain-b")
         saver.prune(["chain-a"], strategy="keep_latest")
         latest = a.order[-1][0]
         check_every_checkpoint(pg_dsn, schema_name, "chain-a", {latest: a.expected[latest]}, saver.serde)
         check_every_checkpoint(pg_dsn, schema_name, "chain-b", a.expected, saver.serde)
+        _check_writes(saver, "chain-b", a)
+
+        def items_of(thread_id: str) -> int:
+            with psycopg.connect(pg_dsn) as conn:
+                return conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_items WHERE thread_id = %s',
+                                    (thread_id,)).fetchone()[0]
+
+        assert items_of("chain-a") == len(a.order[-1][2])  # what the latest list uses, nothing more
         saver.delete_thread("chain-a")
         check_every_checkpoint(pg_dsn, schema_name, "chain-b", a.expected, saver.serde)
-        with psycopg.connect(pg_dsn) as conn:
-            left = conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_items WHERE thread_id = %s',
-                                ("chain-a",)).fetchone()[0]
-        assert left == 0
+        assert items_of("chain-a") == 0
 
 
 def test_a_missing_chain_row_is_a_clear_error_never_a_wrong_value(pg_dsn: str, schema_name: str) -> None:
