@@ -23,6 +23,7 @@ from psycopg_pool import AsyncConnectionPool
 from . import schema as schema_sql
 from .core import GC_BATCH, Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError
+from .inflight import AsyncWritesInFlight
 from .retry import Attempts, RetryPolicy
 from .schema import DEFAULT_SCHEMA, quote_schema
 
@@ -49,6 +50,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         """`objects`: object_store, object_store_options, offload_threshold, object_prefix,
         object_cache_bytes, object_reuse_window (see `SaverCore`)."""
         super().__init__(schema=schema, serde=serde, retry=retry, **objects)
+        self._writes_in_flight = AsyncWritesInFlight()
         self.conn = conn
         self.is_pool = isinstance(conn, AsyncConnectionPool)
         self._lock = asyncio.Lock()
@@ -193,7 +195,8 @@ class AsyncDurablePostgresSaver(SaverCore):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        query = self._put_query(config, checkpoint, metadata, new_versions)
+        ready = await self._writes_in_flight.wait(self._parent_key(config))
+        query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=ready)
         stored = await self._execute(query)
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
@@ -210,8 +213,16 @@ class AsyncDurablePostgresSaver(SaverCore):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        if query := self._put_writes_query(config, writes, task_id, task_path):
+        if (query := self._put_writes_query(config, writes, task_id, task_path)) is None:
+            return
+        if query.in_flight is None:
             await self._execute(query)
+            return
+        self._writes_in_flight.begin(query.in_flight)
+        try:
+            await self._execute(query)
+        finally:
+            self._writes_in_flight.end(query.in_flight)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]

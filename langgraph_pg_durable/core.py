@@ -69,6 +69,8 @@ class Query(Generic[T]):
     # Payloads the previous statement of the same call fetched (list() pages): kept
     # across pages so that a value and the write that produced it cost one GET.
     memo: dict[str, bytes] | None = None
+    # put_writes: the checkpoint whose child's put may use the items it stores.
+    in_flight: tuple[str, str, str] | None = None
 
 
 class SaverCore(BaseCheckpointSaver[str]):
@@ -163,6 +165,12 @@ class SaverCore(BaseCheckpointSaver[str]):
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
         return Query(where, self._put_sql[plain], params, stored, uploads)
 
+    @staticmethod
+    def _parent_key(config: RunnableConfig) -> tuple[str, str, str]:
+        """The checkpoint a put extends, whose pending writes it may wait for."""
+        key = rows.parse_config(config)
+        return key.thread_id, key.checkpoint_ns, key.checkpoint_id or ""
+
     def _remember_lists(self, thread_id: str, ns: str, states: Sequence[tuple[str, ListState]]) -> None:
         for channel, state in states:
             self.lists.memory.remember(thread_id, ns, channel, state)
@@ -181,9 +189,8 @@ class SaverCore(BaseCheckpointSaver[str]):
             return Query(where, self._writes_sql[(replace, bool(uploads))], params, uploads=uploads)
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
         groups = rows.inline_item_groups(params)
-        # Offered now, not once stored: LangGraph sends the child checkpoint's put while
-        # these writes may still be in flight. A put that uses items not committed yet
-        # finds them missing and stores its own.
+        # Offered now: the child's put waits for these writes (see inflight.py), and one
+        # that uses items not committed after all finds them missing and stores its own.
         for channel, offered in offers:
             self.lists.memory.offer(thread_id, ns, checkpoint_id, channel, offered)
 
@@ -191,7 +198,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             for (channel, version), group in groups.items():
                 self.items.add(thread_id, ns, channel, version, group)
 
-        return Query(where, self._writes_items_sql, params, stored, uploads)
+        return Query(where, self._writes_items_sql, params, stored, uploads, in_flight=(thread_id, ns, checkpoint_id))
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = rows.parse_config(config)

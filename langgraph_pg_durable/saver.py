@@ -24,6 +24,7 @@ from psycopg_pool import ConnectionPool
 from . import schema as schema_sql
 from .core import GC_BATCH, Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError
+from .inflight import WritesInFlight
 from .retry import Attempts, RetryPolicy
 from .schema import DEFAULT_SCHEMA, quote_schema
 
@@ -49,6 +50,7 @@ class DurablePostgresSaver(SaverCore):
         """`objects`: object_store, object_store_options, offload_threshold, object_prefix,
         object_cache_bytes, object_reuse_window (see `SaverCore`)."""
         super().__init__(schema=schema, serde=serde, retry=retry, **objects)
+        self._writes_in_flight = WritesInFlight()
         self.conn = conn
         self.is_pool = isinstance(conn, ConnectionPool)
         # A single connection runs one statement at a time; a pool needs no lock.
@@ -189,7 +191,8 @@ class DurablePostgresSaver(SaverCore):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        query = self._put_query(config, checkpoint, metadata, new_versions)
+        ready = self._writes_in_flight.wait(self._parent_key(config))
+        query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=ready)
         stored = self._execute(query)
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
@@ -206,8 +209,16 @@ class DurablePostgresSaver(SaverCore):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        if query := self._put_writes_query(config, writes, task_id, task_path):
+        if (query := self._put_writes_query(config, writes, task_id, task_path)) is None:
+            return
+        if query.in_flight is None:
             self._execute(query)
+            return
+        self._writes_in_flight.begin(query.in_flight)
+        try:
+            self._execute(query)
+        finally:
+            self._writes_in_flight.end(query.in_flight)
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]

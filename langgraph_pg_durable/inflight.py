@@ -1,0 +1,71 @@
+"""The put_writes calls under way whose items the next checkpoint's put may use.
+
+LangGraph sends a step's pending writes and the next checkpoint's put from different
+threads (or tasks). A write to a list channel stores its items for that put to use;
+a put that waits for its parent's writes to finish uses them instead of storing the
+items again. The wait is bounded: past it the put stores its own copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import Counter
+
+Key = tuple[str, str, str]  # thread_id, checkpoint_ns, checkpoint_id of the writes' checkpoint
+DEFAULT_WAIT = 1.0  # seconds a put waits for its parent's writes
+
+
+class WritesInFlight:
+    """For a sync saver: writes under way by checkpoint, and a bounded wait for them."""
+
+    def __init__(self, wait: float = DEFAULT_WAIT) -> None:
+        self.max_wait = wait
+        self._count: Counter[Key] = Counter()
+        self._idle = threading.Condition()
+
+    def begin(self, key: Key) -> None:
+        with self._idle:
+            self._count[key] += 1
+
+    def end(self, key: Key) -> None:
+        with self._idle:
+            self._count[key] -= 1
+            if self._count[key] <= 0:
+                del self._count[key]
+                self._idle.notify_all()
+
+    def wait(self, key: Key) -> bool:
+        """Whether no writes of `key` are under way, waiting a bounded time for them."""
+        with self._idle:
+            return self._idle.wait_for(lambda: key not in self._count, timeout=self.max_wait)
+
+
+class AsyncWritesInFlight:
+    """The async twin: writes under way on one event loop."""
+
+    def __init__(self, wait: float = DEFAULT_WAIT) -> None:
+        self.max_wait = wait
+        self._count: Counter[Key] = Counter()
+        self._done: dict[Key, asyncio.Event] = {}
+
+    def begin(self, key: Key) -> None:
+        self._count[key] += 1
+        self._done.setdefault(key, asyncio.Event())
+
+    def end(self, key: Key) -> None:
+        self._count[key] -= 1
+        if self._count[key] <= 0:
+            del self._count[key]
+            self._done.pop(key).set()
+
+    async def wait(self, key: Key) -> bool:
+        """Whether no writes of `key` are under way, waiting a bounded time for them."""
+        deadline = time.monotonic() + self.max_wait
+        while key in self._done:
+            try:
+                await asyncio.wait_for(self._done[key].wait(), max(deadline - time.monotonic(), 0))
+            except asyncio.TimeoutError:
+                return False
+        return True
