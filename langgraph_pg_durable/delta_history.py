@@ -77,8 +77,7 @@ class DeltaWalk:
             "w_threads": TextArray(row.thread_id for row in self.path),
             "w_namespaces": TextArray(row.checkpoint_ns for row in self.path),
             "w_checkpoints": TextArray(row.checkpoint_id for row in self.path),
-            "k_threads": TextArray(), "k_namespaces": TextArray(), "k_channels": TextArray(),
-            "k_versions": TextArray(),
+            "known": "[]",
         }
 
     def result(self, path_tuples: Sequence[CheckpointTuple]) -> dict[str, Any]:

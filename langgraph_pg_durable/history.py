@@ -22,6 +22,7 @@ from .rows import (
     CheckpointRow,
     WriteRow,
     build_tuple,
+    dump_json,
     filter_for_sql,
     filter_needs_recheck,
     load_metadata,
@@ -146,10 +147,7 @@ class HistoryScan:
             "w_threads": TextArray(r.thread_id for r in page),
             "w_namespaces": TextArray(r.checkpoint_ns for r in page),
             "w_checkpoints": TextArray(r.checkpoint_id for r in page),
-            "k_threads": TextArray(k[0] for k in self.item_groups),
-            "k_namespaces": TextArray(k[1] for k in self.item_groups),
-            "k_channels": TextArray(k[2] for k in self.item_groups),
-            "k_versions": TextArray(k[3] for k in self.item_groups),
+            "known": dump_json(list(self.item_groups)),
         }
 
     def references(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[tuple[ObjectRef, str]]:

@@ -586,8 +586,7 @@ def get_tuple_params(key: CheckpointKey, held: Iterable[tuple[str, str]] = ()) -
         "thread_id": key.thread_id,
         "checkpoint_ns": key.checkpoint_ns,
         "checkpoint_id": key.checkpoint_id,
-        "known_channels": TextArray(channel for channel, _ in held),
-        "known_versions": TextArray(version for _, version in held),
+        "known": dump_json(held),
     }
 
 
