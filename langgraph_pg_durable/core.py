@@ -33,7 +33,7 @@ from .retry import RetryPolicy
 from .arrays import TextArray
 from .rows import CheckpointRow
 from .schema import DEFAULT_SCHEMA, quote_schema
-from .sql import Statements
+from .sql import Statements, compact
 
 T = TypeVar("T")
 
@@ -115,13 +115,13 @@ class SaverCore(BaseCheckpointSaver[str]):
         self.sql = Statements(schema)
         self.retry = retry or RetryPolicy()
         # SQL text is fixed per schema: build it once, not on every call.
-        self._put_sql = {True: self.sql.put_plain(), False: self.sql.put()}
+        self._put_sql = {True: compact(self.sql.put_plain()), False: compact(self.sql.put())}
         self._writes_sql = {
-            (r, o): self.sql.put_writes(replace=r, offloaded=o) for r in (False, True) for o in (False, True)
+            (r, o): compact(self.sql.put_writes(replace=r, offloaded=o)) for r in (False, True) for o in (False, True)
         }
-        self._writes_items_sql = self.sql.put_writes_items()
-        self._get_sql = {b: self.sql.get_tuple(by_id=b) for b in (False, True)}
-        self._details_sql = self.sql.page_details()
+        self._writes_items_sql = compact(self.sql.put_writes_items())
+        self._get_sql = {b: compact(self.sql.get_tuple(by_id=b)) for b in (False, True)}
+        self._details_sql = compact(self.sql.page_details())
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
         return rows.next_version(current)
@@ -203,11 +203,21 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = rows.parse_config(config)
         held = self.items.held(key.thread_id, key.checkpoint_ns)
+        # Recent list versions whose every item the cache holds: if the checkpoint holds
+        # one, its chain rows and items are not read at all.
+        cached = {}
+        for channel, version in held:
+            cached.setdefault(channel, set()).add(version)
+        known = {
+            (channel, state.version): state
+            for channel, state in self.lists.memory.recent(key.thread_id, key.checkpoint_ns)
+            if state.item_versions <= cached.get(channel, set())
+        }
         return Query(
             f"get_tuple on thread {key.thread_id!r}",
             self._get_sql[key.checkpoint_id is not None],
-            rows.get_tuple_params(key, held),
-            lambda fetched: self._restored(key, *rows.tuple_from_union(self.serde, key, fetched, held)),
+            rows.get_tuple_params(key, held, known),
+            lambda fetched: self._restored(key, *rows.tuple_from_union(self.serde, key, fetched, held, known)),
             references=lambda fetched: rows.get_tuple_references(key, fetched),
         )
 

@@ -58,7 +58,7 @@ class ListState:
     only if a put ever extends it: most reads are never followed by a put on them.
     """
 
-    __slots__ = ("version", "chain", "locations", "_digests", "_raw")
+    __slots__ = ("version", "chain", "locations", "_digests", "_raw", "_item_versions")
 
     def __init__(
         self,
@@ -73,6 +73,14 @@ class ListState:
         self.locations = locations  # where each item is stored, in list order
         self._digests = digests
         self._raw = raw
+        self._item_versions: frozenset[str] | None = None
+
+    @property
+    def item_versions(self) -> frozenset[str]:
+        """The versions (and write keys) whose items the list uses."""
+        if self._item_versions is None:
+            self._item_versions = frozenset(location[0] for location in self.locations)
+        return self._item_versions
 
     @property
     def digests(self) -> tuple[bytes, ...]:
@@ -364,6 +372,20 @@ def restore(
     return out
 
 
+def rebuild(
+    serde: SerializerProtocol, load: Any, channel: str, state: ListState,
+    raw_items: Mapping[tuple[str, str], RawItems], *, where: str,
+) -> list[Any]:
+    """A list version from a state the saver holds and its items' stored bytes, by
+    (channel, version) group."""
+    try:
+        found = [raw_items[(channel, version)][idx] for version, idx in state.locations]
+    except KeyError:
+        missing = next(loc for loc in state.locations if loc[1] not in raw_items.get((channel, loc[0]), {}))
+        raise ListIntegrityError(f"{where}: item {missing[1]} of version {missing[0]!r} is missing") from None
+    return _decode_all(serde, load, found)
+
+
 def decode_into(
     serde: SerializerProtocol, load: Any, cache: dict[Location, Any], groups: Mapping[str, RawItems]
 ) -> dict[Location, Any]:
@@ -442,6 +464,18 @@ class ListMemory:
         """Items the checkpoint's pending writes to the channel stored, by digest."""
         with self._lock:
             return dict(self._offers.get((thread_id, ns, checkpoint_id or "", channel), {}))
+
+    def recent(self, thread_id: str, ns: str, *, limit: int = 4, scan: int = 64) -> list[tuple[str, ListState]]:
+        """(channel, state) of the lane's most recently stored or read list versions: the
+        newest checkpoint usually holds one of them."""
+        out = []
+        with self._lock:
+            for i, key in enumerate(reversed(self._states)):
+                if i >= scan or len(out) >= limit:
+                    break
+                if key[:2] == (thread_id, ns):
+                    out.append((key[2], self._states[key]))
+        return out
 
     def remember(self, thread_id: str, ns: str, channel: str, state: ListState) -> None:
         with self._lock:

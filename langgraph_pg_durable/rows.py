@@ -579,14 +579,23 @@ def build_tuple(
     )
 
 
-def get_tuple_params(key: CheckpointKey, held: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
-    """Parameters of `Statements.get_tuple`; `held` item groups are not sent back."""
-    held = list(held)
+def get_tuple_params(
+    key: CheckpointKey, held: Iterable[tuple[str, str]] = (), known: Iterable[tuple[str, str]] = ()
+) -> dict[str, Any]:
+    """Parameters of `Statements.get_tuple`: `known` lists (channel, version) are not
+    resolved (no chain rows, no items); else `held` item groups are not sent back.
+
+    With known lists the held groups are not sent: the checkpoint most likely holds
+    one of those lists, and a thousand keys cost more than fetching, now and then, the
+    items of a list that turned out not to be known.
+    """
+    known = list(known)
     return {
         "thread_id": key.thread_id,
         "checkpoint_ns": key.checkpoint_ns,
         "checkpoint_id": key.checkpoint_id,
-        "known": dump_json(held),
+        "known": dump_json([] if known else list(held)),
+        "known_lists": dump_json(known),
     }
 
 
@@ -611,12 +620,14 @@ def tuple_from_union(
     key: CheckpointKey,
     rows: Sequence[Sequence[Any]],
     held: Mapping[tuple[str, str], list_layout.RawItems] | None = None,
+    known: Mapping[tuple[str, str], ListState] | None = None,
 ) -> tuple[CheckpointTuple | None, list[tuple[str, ListState]], dict[tuple[str, str], list_layout.RawItems]]:
     """Decode the rows of `Statements.get_tuple` (parts 'c', 'v', 'l', 'i', 'w').
 
-    `held` are item groups the statement was told not to send (the saver has their
-    bytes). Also returns the states of the lists it rebuilt, for the writer's memory,
-    and the item groups it fetched, for the saver's item cache.
+    `held` are item groups the saver has the bytes of, `known` list versions it has the
+    states of (the statement sent neither their chains nor their items). Also returns
+    the states of the lists it rebuilt, for the writer's memory, and the item groups it
+    fetched, for the saver's item cache.
     """
     row = None
     values: dict[tuple[str, str], Any] = {}
@@ -639,10 +650,19 @@ def tuple_from_union(
             writes.append((a, b, c, n, type_, data))
     if row is None:
         return None, [], fetched
+
+    def where(ch: str, v: str) -> str:
+        return f"thread {key.thread_id!r}, checkpoint {row.checkpoint_id!r}, channel {ch!r}"
+
+    raw_items = {**(held or {}), **fetched}
+    for channel, version in [k for k in wanted if k in (known or {})]:
+        wanted.remove((channel, version))
+        state = known[(channel, version)]  # type: ignore[index]
+        values[(channel, version)] = list_layout.rebuild(
+            serde, load_value, channel, state, raw_items, where=where(channel, version))
     restored = list_layout.restore(
-        serde, load_value, wanted=wanted, rows=list_rows, raw_items={**(held or {}), **fetched},
-        where=lambda ch, v: f"thread {key.thread_id!r}, checkpoint {row.checkpoint_id!r}, channel {ch!r}",
-    )
+        serde, load_value, wanted=wanted, rows=list_rows, raw_items=raw_items, where=where,
+    ) if wanted else {}
     states = []
     for (channel, version), (value, state) in restored.items():
         values[(channel, version)] = value

@@ -7,9 +7,18 @@ reads the checkpoint, its values and its pending writes as one UNION ALL.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .schema import quote_schema
+
+
+def compact(sql: str) -> str:
+    """The statement without comments and runs of whitespace, for the hot paths: psycopg
+    caches its parse of a statement up to 4 KiB long, and get_tuple's is longer with them.
+    (No statement here has `--` or a run of spaces inside a string literal.)"""
+    # Not str.split(): it takes the \x1f the list statements use as a separator for space.
+    return re.sub(r"[ \t\r\n]+", " ", re.sub(r"--[^\n]*", "", sql)).strip()
 
 # Columns of a checkpoint row as read back, in this order, by every read.
 # The jsonb columns come as text: `rows` decodes them with orjson, several times faster
@@ -206,15 +215,22 @@ vals AS MATERIALIZED (
       ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
      AND v.channel = k.channel AND v.version = k.version
 ),
--- Lists in the delta layout: the rows each one extends, then every item they use.
+-- Lists in the delta layout the caller does not hold already (it holds recent ones).
+unknown AS MATERIALIZED (
+    SELECT v.channel, v.list_chain, v.item_versions FROM vals v
+    WHERE v.list_chain IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM json_array_elements(%(known_lists)s::json) AS k
+        WHERE k ->> 0 = v.channel AND k ->> 1 = v.version)
+),
+-- The rows each one extends, then every item they use.
 links AS MATERIALIZED (
     SELECT v.channel, v.version, v.type, v.value, v.object_key, v.object_sha256, v.object_size,
            v.list_chain, v.item_versions
     FROM unnest(
         (SELECT array_agg(l.channel ORDER BY l.channel, x.n)
-         FROM vals l, unnest(l.list_chain) WITH ORDINALITY AS x(version, n))::text[],
+         FROM unknown l, unnest(l.list_chain) WITH ORDINALITY AS x(version, n))::text[],
         (SELECT array_agg(x.version ORDER BY l.channel, x.n)
-         FROM vals l, unnest(l.list_chain) WITH ORDINALITY AS x(version, n))::text[]) AS k(channel, version)
+         FROM unknown l, unnest(l.list_chain) WITH ORDINALITY AS x(version, n))::text[]) AS k(channel, version)
     JOIN {s}.channel_values v
       ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
      AND v.channel = k.channel AND v.version = k.version
@@ -230,7 +246,7 @@ writes AS MATERIALIZED (
 -- (items never change once written).
 item_keys AS MATERIALIZED (
     SELECT r.channel, x.version
-    FROM (SELECT channel, item_versions FROM vals UNION ALL SELECT channel, item_versions FROM links) AS r,
+    FROM (SELECT channel, item_versions FROM unknown UNION ALL SELECT channel, item_versions FROM links) AS r,
          unnest(r.item_versions) AS x(version)
     UNION
     SELECT channel, item_version FROM writes WHERE item_version IS NOT NULL

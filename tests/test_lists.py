@@ -410,14 +410,21 @@ def test_items_the_saver_holds_are_not_fetched_again_and_read_the_same(pg_dsn: s
         warm.setup()
         history = _grow(warm, "cached", 12)
         config = {"configurable": {"thread_id": "cached"}}
+        latest_version = history.order[-1][1]
+        # The list it just put is known whole: neither its chain rows nor its items come back.
         query = warm._get_tuple_query(config)
-        assert len(json.loads(query.params["known"])) == 12  # every version's items are held
+        assert ["items", latest_version] in json.loads(query.params["known_lists"])
         with warm.conn.connection() as conn:
-            assert not [row for row in warm._send(conn, query) if row[0] == "i"]  # none sent back
+            assert not [row for row in warm._send(conn, query) if row[0] in ("i", "l")]
         from_warm = warm.get_tuple(config)
+        # An older checkpoint holds another version: read in full, the same as a cold read.
+        older = {"configurable": {**config["configurable"], "checkpoint_ns": "", "checkpoint_id": history.order[5][0]}}
+        older_warm = warm.get_tuple(older).checkpoint["channel_values"]["items"]
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_cache_bytes=0) as cold:
-        assert json.loads(cold._get_tuple_query(config).params["known"]) == []
+        query = cold._get_tuple_query(config)
+        assert json.loads(query.params["known"]) == json.loads(query.params["known_lists"]) == []
         from_cold = cold.get_tuple(config)
+        assert cold.get_tuple(older).checkpoint["channel_values"]["items"] == older_warm == history.order[5][2]
     want = history.expected[history.order[-1][0]]
     assert from_warm.checkpoint["channel_values"]["items"] == from_cold.checkpoint["channel_values"]["items"] == want
 
