@@ -30,6 +30,7 @@ from .rows import (
     metadata_contains,
     parse_config,
     resolve_writes,
+    unpack_writes,
 )
 
 FIRST_PAGE = 8
@@ -201,6 +202,7 @@ class HistoryScan:
             for (channel, version), (value, _state) in restored.items():
                 fresh[(thread_id, ns, channel, version)] = value
         for (thread_id, ns, checkpoint_id), lane_writes in writes.items():
+            lane_writes = writes[(thread_id, ns, checkpoint_id)] = unpack_writes(lane_writes)
             if any(w[4] == list_layout.WRITE_ITEMS_TYPE for w in lane_writes):
                 lane = (thread_id, ns)
                 groups = raw_items.get(lane, {})

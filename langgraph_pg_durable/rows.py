@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import ormsgpack
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     EXCLUDED_METADATA_KEYS,
@@ -466,6 +467,11 @@ def put_writes_params(
         item_keys.append(None)
         if ref is not None:
             uploads.append(Upload(ref, data, f"put_writes of {what}"))
+    if packable(task_id, channels, refs, item_keys):
+        body = ormsgpack.packb([[i, ch, t, d] for i, ch, t, d in zip(idx, channels, types, blobs)])
+        item_key = next((k for k in item_keys if k is not None), None)
+        channel = channels[item_keys.index(item_key)] if item_key is not None else channels[0]
+        idx, channels, types, blobs, refs, item_keys = [idx[0]], [channel], [PACKED_WRITES_TYPE], [body], [None], [item_key]
     params = {
         "thread_id": key.thread_id,
         "checkpoint_ns": key.checkpoint_ns,
@@ -525,6 +531,36 @@ class CheckpointRow:
     def value_keys(self) -> Iterable[tuple[str, str, str, str]]:
         for channel, version in zip(self.value_channels, self.value_versions):
             yield self.thread_id, self.checkpoint_ns, channel, version
+
+
+PACKED_WRITES_TYPE = "langgraph-pg-durable/writes-v1"  # one row holding several writes of a task
+# LangGraph re-sends the writes of this task with more appended, each keyed by its position.
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+
+
+def packable(task_id: str, channels: Sequence[str], refs: Sequence[ObjectRef | None], item_keys: Sequence[str | None]) -> bool:
+    """Whether a task's writes go in one row: a row per write costs ~330 bytes with its
+    index entry, more than a step counter or a routing flag it holds. Not for special
+    channels (replaced one by one), offloaded values or writes stored as items of more
+    than one list (their row names one object, one write key), nor for the null task,
+    whose writes LangGraph sends again with more appended (they must keep their rows)."""
+    return (
+        len(channels) > 1 and task_id != NULL_TASK_ID
+        and not any(channel in WRITES_IDX_MAP for channel in channels)
+        and all(ref is None for ref in refs)
+        and sum(key is not None for key in item_keys) <= 1
+    )
+
+
+def unpack_writes(writes: Iterable[WriteRow]) -> list[WriteRow]:
+    """Rows as fetched, with each packed row turned back into its writes."""
+    out: list[WriteRow] = []
+    for task_id, channel, path, idx, type_, data in writes:
+        if type_ == PACKED_WRITES_TYPE:
+            out.extend((task_id, ch, path, i, t, d) for i, ch, t, d in ormsgpack.unpackb(data))
+        else:
+            out.append((task_id, channel, path, idx, type_, data))
+    return out
 
 
 # Pending writes as fetched: (task_id, channel, task_path, idx, type, data); type None
@@ -668,6 +704,7 @@ def tuple_from_union(
         values[(channel, version)] = value
         if state is not None:
             states.append((channel, state))
+    writes = unpack_writes(writes)
     if any(w[4] == list_layout.WRITE_ITEMS_TYPE for w in writes):
         by_channel: dict[str, dict[list_layout.Location, tuple[str, bytes]]] = {}
         for (channel, version), group in {**(held or {}), **fetched}.items():

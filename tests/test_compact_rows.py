@@ -1,4 +1,5 @@
-"""Scalar channel values live in their checkpoint's row: exact types, no values row, still encrypted."""
+"""Fewer, smaller rows: scalar channel values live in their checkpoint's row (exact types,
+still encrypted), and a task's writes share one row (read back as written)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base import ERROR, INTERRUPT, empty_checkpoint
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
@@ -84,3 +85,42 @@ def test_the_serializer_makes_the_inline_bytes_so_encryption_covers_them(
             (thread["configurable"]["thread_id"],),
         ).fetchone()[0]
     assert "word" in body and secret not in body and "aes" in body
+
+
+def _write_rows(pg_dsn: str, schema: str, thread_id: str) -> list[tuple[str, int, str]]:
+    with psycopg.connect(pg_dsn) as conn:
+        return conn.execute(
+            f'SELECT task_id, idx, type FROM "{schema}".checkpoint_writes WHERE thread_id = %s ORDER BY task_id, idx',
+            (thread_id,),
+        ).fetchall()
+
+
+def test_a_tasks_writes_share_one_row_and_read_back_as_written(pg_dsn: str, schema_name: str) -> None:
+    thread_id = str(uuid.uuid4())
+    null_task = "00000000-0000-0000-0000-000000000000"
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        checkpoint, new = _checkpoint(saver, {"n": 1})
+        stored = saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint,
+                           {"source": "input", "step": -1}, new)
+        saver.put_writes(stored, [("a", [1, 2]), ("b", None), ("c", {"x": "y" * 300})], "task-1", "path")
+        saver.put_writes(stored, [("a", "again"), ("b", 2), ("c", 3)], "task-1", "path")  # a retry: ignored
+        saver.put_writes(stored, [("a", 10), (ERROR, ValueError("boom"))], "task-2")  # special: a row each
+        # LangGraph sends the null task's writes again with more appended: each keeps its row.
+        saver.put_writes(stored, [("a", "first"), ("b", "second")], null_task)
+        saver.put_writes(stored, [("a", "first"), ("b", "second"), ("c", "third")], null_task)
+        saver.put_writes(stored, [(INTERRUPT, "wait")], "task-3")
+    rows = _write_rows(pg_dsn, schema_name, thread_id)
+    assert [r[0] for r in rows].count("task-1") == 1 and rows[[r[0] for r in rows].index("task-1")][2].endswith("writes-v1")
+    assert [r[0] for r in rows].count("task-2") == 2 and [r[0] for r in rows].count(null_task) == 3
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        got = fresh.get_tuple(stored).pending_writes
+        listed = next(iter(fresh.list(stored))).pending_writes
+    by_task: dict[str, list] = {}
+    for task_id, channel, value in got:
+        by_task.setdefault(task_id, []).append((channel, value if not isinstance(value, Exception) else repr(value)))
+    assert by_task["task-1"] == [("a", [1, 2]), ("b", None), ("c", {"x": "y" * 300})]
+    assert by_task[null_task] == [("a", "first"), ("b", "second"), ("c", "third")]
+    assert by_task["task-2"] == [(ERROR, repr(ValueError("boom"))), ("a", 10)]  # by index: ERROR is -1
+    assert by_task["task-3"] == [(INTERRUPT, "wait")]
+    assert [(t, c) for t, c, _ in listed] == [(t, c) for t, c, _ in got]
