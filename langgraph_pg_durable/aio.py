@@ -213,16 +213,15 @@ class AsyncDurablePostgresSaver(SaverCore):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        if (query := self._put_writes_query(config, writes, task_id, task_path)) is None:
-            return
-        if query.in_flight is None:
-            await self._execute(query)
-            return
-        self._writes_in_flight.begin(query.in_flight)
+        # Under way from the start: the child's put, sent from another thread, waits for
+        # these writes, whose list items it may use (see inflight.py).
+        key = self._parent_key(config)
+        self._writes_in_flight.begin(key)
         try:
-            await self._execute(query)
+            if query := self._put_writes_query(config, writes, task_id, task_path):
+                await self._execute(query)
         finally:
-            self._writes_in_flight.end(query.in_flight)
+            self._writes_in_flight.end(key)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]

@@ -69,8 +69,6 @@ class Query(Generic[T]):
     # Payloads the previous statement of the same call fetched (list() pages): kept
     # across pages so that a value and the write that produced it cost one GET.
     memo: dict[str, bytes] | None = None
-    # put_writes: the checkpoint whose child's put may use the items it stores.
-    in_flight: tuple[str, str, str] | None = None
 
 
 class SaverCore(BaseCheckpointSaver[str]):
@@ -167,7 +165,7 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     @staticmethod
     def _parent_key(config: RunnableConfig) -> tuple[str, str, str]:
-        """The checkpoint a put extends, whose pending writes it may wait for."""
+        """The checkpoint a put extends, or put_writes writes to (the put waits for those)."""
         key = rows.parse_config(config)
         return key.thread_id, key.checkpoint_ns, key.checkpoint_id or ""
 
@@ -198,7 +196,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             for (channel, version), group in groups.items():
                 self.items.add(thread_id, ns, channel, version, group)
 
-        return Query(where, self._writes_items_sql, params, stored, uploads, in_flight=(thread_id, ns, checkpoint_id))
+        return Query(where, self._writes_items_sql, params, stored, uploads)
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = rows.parse_config(config)

@@ -558,3 +558,32 @@ def test_delete_for_runs_keeps_the_ancestors_a_surviving_delta_channel_replays(
         assert list(saver.list(config)) == []
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
         assert delta_channel_graph(fresh).get_state(config).values == {}
+
+
+def test_items_from_one_kib_are_stored_compressed_and_extend_after_a_fresh_read(pg_dsn: str, schema_name: str) -> None:
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    rng = random.Random(3)
+
+    def text(size: int) -> str:
+        return " ".join(rng.choice(words) for _ in range(size // 5))[:size]
+
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=8, list_min_bytes=0) as saver:
+        saver.setup()
+        history = History(saver, "zipped")
+        history.put([text(2000), text(100)])  # one item past the threshold, one under it
+        history.append([text(1500)])
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=8, list_min_bytes=0) as fresh:
+        history.saver = fresh
+        history.fork(-1)  # a fresh saver reads the newest list back, then extends it
+        history.append([text(1200), "short"])
+        history.append([random.Random(9).randbytes(1500)])  # random bytes do not compress: kept as they are
+    with psycopg.connect(pg_dsn) as conn:
+        stored = conn.execute(f'SELECT type, length(value) FROM "{schema_name}".channel_items ORDER BY version, idx').fetchall()
+        snapshots = conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_values '
+                                 "WHERE cardinality(list_chain) = 0").fetchone()[0]
+    assert sum(t.endswith("+zlib") for t, _ in stored) == 3 and all(n < 1100 for t, n in stored if t.endswith("+zlib"))
+    assert len(stored) == 6  # each item once
+    assert snapshots == 1  # the fresh saver's read let it append a delta
+    check_every_checkpoint(pg_dsn, schema_name, "zipped", history.expected, fresh.serde)
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as reader:
+        _check_writes(reader, "zipped", history)
