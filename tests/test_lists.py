@@ -6,10 +6,12 @@ stores the list whole would return.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import operator
 import random
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any
 
 import psycopg
@@ -112,7 +114,8 @@ class History:
 
 def check_every_checkpoint(dsn: str, schema: str, thread_id: str, expected: dict[str, Any], serde: Any,
                            **options: Any) -> None:
-    """A fresh saver restores each surviving checkpoint exactly, by id and through list()."""
+    """Fresh savers, sync and async, restore each surviving checkpoint exactly, by id and
+    through list()."""
     def roundtrip(value: Any) -> Any:
         return serde.loads_typed(serde.dumps_typed(value))
 
@@ -127,6 +130,18 @@ def check_every_checkpoint(dsn: str, schema: str, thread_id: str, expected: dict
                                                     "checkpoint_id": checkpoint_id}})
             assert one is not None and one.checkpoint["channel_values"]["items"] == want
             assert _types(one.checkpoint["channel_values"]["items"]) == _types(want)
+
+    async def read_async() -> dict[str, Any]:
+        async with AsyncDurablePostgresSaver.from_conn_string(dsn, schema=schema, **options) as afresh:
+            config = {"configurable": {"thread_id": thread_id}}
+            return {t.checkpoint["id"]: t.checkpoint["channel_values"]["items"] async for t in afresh.alist(config)}
+
+    # The async saver, fresh too, reads the same (on a thread of its own: some callers are
+    # async tests, already inside an event loop).
+    with ThreadPoolExecutor(1) as pool:
+        from_async = pool.submit(asyncio.run, read_async()).result()
+    assert from_async == {k: t.checkpoint["channel_values"]["items"] for k, t in listed.items()}
+    assert {k: _types(v) for k, v in from_async.items()} == {k: _types(roundtrip(expected[k])) for k in listed}
 
 
 def _types(value: Any) -> Any:
