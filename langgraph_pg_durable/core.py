@@ -322,7 +322,10 @@ class SaverCore(BaseCheckpointSaver[str]):
             f"delete_for_runs {ids!r}",
             self.sql.run_lanes(),
             {"run_ids": ids},
-            lambda fetched: replay_ancestors([(*r[:6], rows.load_json(r[6])) for r in fetched]),
+            lambda fetched: replay_ancestors([
+                # The channels a checkpoint holds: values rows, and scalars in its own JSON.
+                (*r[:5], [*r[5], *(rows.load_json(r[7]) or ())], rows.load_json(r[6])) for r in fetched
+            ]),
         )
 
     def _delete_for_runs_query(self, run_ids: Sequence[str], keep: set[tuple[str, str, str]]) -> Query[None]:

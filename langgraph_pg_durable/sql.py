@@ -216,11 +216,14 @@ vals AS MATERIALIZED (
      AND v.channel = k.channel AND v.version = k.version
 ),
 -- Lists in the delta layout the caller does not hold already (it holds recent ones).
+-- (An anti-join, not a correlated subquery over a set-returning function: Citus refuses those.)
 unknown AS MATERIALIZED (
-    SELECT v.channel, v.list_chain, v.item_versions FROM vals v
-    WHERE v.list_chain IS NOT NULL AND NOT EXISTS (
-        SELECT 1 FROM json_array_elements(%(known_lists)s::json) AS k
-        WHERE k ->> 0 = v.channel AND k ->> 1 = v.version)
+    SELECT v.channel, v.list_chain, v.item_versions
+    FROM vals v
+    LEFT JOIN (SELECT k ->> 0 AS channel, k ->> 1 AS version
+               FROM json_array_elements(%(known_lists)s::json) AS k) AS known
+      ON known.channel = v.channel AND known.version = v.version
+    WHERE v.list_chain IS NOT NULL AND known.channel IS NULL
 ),
 -- The rows each one extends, then every item they use.
 links AS MATERIALIZED (
@@ -475,9 +478,8 @@ WITH lanes AS (
     SELECT DISTINCT thread_id, checkpoint_ns FROM {s}.checkpoints WHERE run_id = ANY(%(run_ids)s)
 )
 SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
-       coalesce(c.run_id = ANY(%(run_ids)s), false),
-       c.value_channels || ARRAY(SELECT jsonb_object_keys(c.checkpoint -> 'channel_values')),
-       (c.metadata -> 'counters_since_delta_snapshot')::text
+       coalesce(c.run_id = ANY(%(run_ids)s), false), c.value_channels,
+       (c.metadata -> 'counters_since_delta_snapshot')::text, (c.checkpoint -> 'channel_values')::text
 FROM {s}.checkpoints c JOIN lanes l ON c.thread_id = l.thread_id AND c.checkpoint_ns = l.checkpoint_ns
 WHERE EXISTS (
     SELECT 1 FROM {s}.checkpoints d
