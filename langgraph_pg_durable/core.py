@@ -118,7 +118,9 @@ class SaverCore(BaseCheckpointSaver[str]):
             (r, o): compact(self.sql.put_writes(replace=r, offloaded=o)) for r in (False, True) for o in (False, True)
         }
         self._writes_items_sql = compact(self.sql.put_writes_items())
-        self._get_sql = {b: compact(self.sql.get_tuple(by_id=b)) for b in (False, True)}
+        self._get_sql = {
+            (b, cold): compact(self.sql.get_tuple(by_id=b, cold=cold)) for b in (False, True) for cold in (False, True)
+        }
         self._details_sql = compact(self.sql.page_details())
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
@@ -213,7 +215,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         }
         return Query(
             f"get_tuple on thread {key.thread_id!r}",
-            self._get_sql[key.checkpoint_id is not None],
+            self._get_sql[(key.checkpoint_id is not None, not held and not known)],
             rows.get_tuple_params(key, held, known),
             lambda fetched: self._restored(key, *rows.tuple_from_union(self.serde, key, fetched, held, known)),
             references=lambda fetched: rows.get_tuple_references(key, fetched),

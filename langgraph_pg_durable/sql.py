@@ -191,10 +191,58 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}""
 
     # -- reads ----------------------------------------------------------------
 
-    def get_tuple(self, *, by_id: bool) -> str:
-        """The target checkpoint ('c'), its channel values ('v') and pending writes ('w')."""
+    def get_tuple(self, *, by_id: bool, cold: bool = False) -> str:
+        """The target checkpoint ('c'), its channel values ('v') and pending writes ('w').
+
+        `cold`: the caller holds no item of the thread (a new process), so every item the
+        lists use comes back; one range scan of the thread's channel then beats a
+        primary-key probe per item (a thousand probes: 5 ms of the server's 10).
+        """
         s = self.q
         exact = "AND checkpoint_id = %(checkpoint_id)s" if by_id else ""
+        if cold:
+            item_keys = f"""item_keys AS MATERIALIZED (
+    SELECT r.channel, x.version
+    FROM (SELECT channel, item_versions FROM unknown UNION ALL SELECT channel, item_versions FROM links) AS r,
+         unnest(r.item_versions) AS x(version)
+    UNION ALL
+    SELECT channel, item_version FROM writes WHERE item_version IS NOT NULL
+),
+-- Every item of those channels in the thread: a range scan of the primary key per channel,
+-- kept apart so that the planner cannot turn it back into a probe per item.
+channel_rows AS MATERIALIZED (
+    SELECT i.channel, i.version, i.idx, i.type, i.value, i.object_key, i.object_sha256, i.object_size
+    FROM {s}.channel_items i
+    WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
+      AND i.channel IN (SELECT DISTINCT channel FROM item_keys)
+)"""
+            items = """FROM channel_rows i
+WHERE (i.channel, i.version) IN (SELECT channel, version FROM item_keys)"""
+        else:
+            item_keys = """-- The items those lists and writes use, minus the groups the caller already holds
+-- (items never change once written).
+item_keys AS MATERIALIZED (
+    SELECT r.channel, x.version
+    FROM (SELECT channel, item_versions FROM unknown UNION ALL SELECT channel, item_versions FROM links) AS r,
+         unnest(r.item_versions) AS x(version)
+    UNION
+    SELECT channel, item_version FROM writes WHERE item_version IS NOT NULL
+    EXCEPT
+    -- A JSON array of [channel, version] pairs: a thousand keys cost the client one
+    -- orjson call, where two text[] parameters cost a Python loop over each element.
+    SELECT k ->> 0, k ->> 1 FROM json_array_elements(%(known)s::json) AS k
+),
+-- One aggregate, so the two arrays are aligned.
+item_arrays AS MATERIALIZED (
+    SELECT array_agg(channel) AS channels, array_agg(version) AS versions FROM item_keys
+)"""
+            items = f"""-- Primary-key probes, whatever plan the statistics (or a generic plan) would favour:
+-- a scan of channel_items would read every thread's items.
+FROM unnest((SELECT channels FROM item_arrays)::text[], (SELECT versions FROM item_arrays)::text[])
+    AS k(channel, version)
+JOIN {s}.channel_items i
+  ON i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
+ AND i.channel = k.channel AND i.version = k.version"""
         return f"""
 WITH target AS MATERIALIZED (
     SELECT {CHECKPOINT_COLUMNS}
@@ -245,23 +293,7 @@ writes AS MATERIALIZED (
     WHERE w.thread_id = %(thread_id)s AND w.checkpoint_ns = %(checkpoint_ns)s
       AND w.checkpoint_id = (SELECT checkpoint_id FROM target)
 ),
--- The items those lists and writes use, minus the groups the caller already holds
--- (items never change once written).
-item_keys AS MATERIALIZED (
-    SELECT r.channel, x.version
-    FROM (SELECT channel, item_versions FROM unknown UNION ALL SELECT channel, item_versions FROM links) AS r,
-         unnest(r.item_versions) AS x(version)
-    UNION
-    SELECT channel, item_version FROM writes WHERE item_version IS NOT NULL
-    EXCEPT
-    -- A JSON array of [channel, version] pairs: a thousand keys cost the client one
-    -- orjson call, where two text[] parameters cost a Python loop over each element.
-    SELECT k ->> 0, k ->> 1 FROM json_array_elements(%(known)s::json) AS k
-),
--- One aggregate, so the two arrays are aligned.
-item_arrays AS MATERIALIZED (
-    SELECT array_agg(channel) AS channels, array_agg(version) AS versions FROM item_keys
-)
+{item_keys}
 SELECT 'c' AS part, t.checkpoint_id AS a, t.parent_checkpoint_id AS b, NULL::text AS c,
        NULL::int AS n, t.checkpoint AS doc, t.metadata AS meta, t.value_channels AS chs,
        t.value_versions AS vers, NULL::text AS type, t.metadata_exact AS data,
@@ -278,13 +310,7 @@ FROM links
 UNION ALL
 SELECT 'i', i.channel, i.version, NULL, i.idx, NULL, NULL, NULL, NULL, i.type, i.value,
        i.object_key, i.object_sha256, i.object_size
--- Primary-key probes, whatever plan the statistics (or a generic plan) would favour:
--- a scan of channel_items would read every thread's items.
-FROM unnest((SELECT channels FROM item_arrays)::text[], (SELECT versions FROM item_arrays)::text[])
-    AS k(channel, version)
-JOIN {s}.channel_items i
-  ON i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
- AND i.channel = k.channel AND i.version = k.version
+{items}
 UNION ALL
 SELECT 'w', task_id, channel, task_path, idx, NULL, NULL, NULL, NULL, type, value,
        object_key, object_sha256, object_size
