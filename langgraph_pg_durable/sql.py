@@ -111,16 +111,7 @@ WITH missing_bases AS (
     WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
 ), stored_items AS (
-    INSERT INTO {s}.channel_items (
-        thread_id, checkpoint_ns, channel, version, idx, type, value, object_key, object_sha256, object_size)
-    SELECT %(thread_id)s, %(checkpoint_ns)s, i.channel, i.version, i.idx, i.type, i.value,
-           i.object_key, i.object_sha256, i.object_size
-    FROM unnest(%(item_channels)b::text[], %(item_of)b::text[], %(item_idx)b::int[], %(item_types)b::text[],
-                %(item_values)b::bytea[], %(item_object_keys)b::text[], %(item_object_shas)b::text[],
-                %(item_object_sizes)b::int8[])
-        AS i(channel, version, idx, type, value, object_key, object_sha256, object_size)
-    WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
-    ON CONFLICT (thread_id, checkpoint_ns, channel, version, idx) DO NOTHING
+{self._insert_items("WHERE NOT EXISTS (SELECT 1 FROM missing_bases)")}
 )
 INSERT INTO {s}.checkpoints (
     thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
@@ -132,13 +123,9 @@ SELECT
 WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
 {self._checkpoint_conflict()}"""
 
-    def put_writes_items(self) -> str:
-        """Insert a task's writes, some stored as items under their write keys (never a
-        special channel's, so never replacing)."""
-        s = self.q
-        return f"""
-WITH stored_items AS (
-    INSERT INTO {s}.channel_items (
+    def _insert_items(self, guard: str = "") -> str:
+        """The channel_items rows of `rows._item_params`, each once (`guard`: a WHERE)."""
+        return f"""    INSERT INTO {self.q}.channel_items (
         thread_id, checkpoint_ns, channel, version, idx, type, value, object_key, object_sha256, object_size)
     SELECT %(thread_id)s, %(checkpoint_ns)s, i.channel, i.version, i.idx, i.type, i.value,
            i.object_key, i.object_sha256, i.object_size
@@ -146,7 +133,16 @@ WITH stored_items AS (
                 %(item_values)b::bytea[], %(item_object_keys)b::text[], %(item_object_shas)b::text[],
                 %(item_object_sizes)b::int8[])
         AS i(channel, version, idx, type, value, object_key, object_sha256, object_size)
-    ON CONFLICT (thread_id, checkpoint_ns, channel, version, idx) DO NOTHING
+    {guard}
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version, idx) DO NOTHING"""
+
+    def put_writes_items(self) -> str:
+        """Insert a task's writes, some stored as items under their write keys (never a
+        special channel's, so never replacing)."""
+        s = self.q
+        return f"""
+WITH stored_items AS (
+{self._insert_items()}
 )
 INSERT INTO {s}.checkpoint_writes (
     thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value,
