@@ -451,8 +451,10 @@ class ListMemory:
     that merely looks like a prefix (another branch, a pruned one) does not promise.
     """
 
-    def __init__(self, max_states: int = 1024, max_checkpoints: int = 4096) -> None:
+    def __init__(self, max_states: int = 1024, max_checkpoints: int = 4096, max_locations: int = 1 << 20) -> None:
         self._states: OrderedDict[tuple[str, str, str, str], ListState] = OrderedDict()
+        self._locations = 0
+        self._max_locations = max_locations
         self._held: OrderedDict[tuple[str, str, str], dict[str, str]] = OrderedDict()
         self._offers: OrderedDict[tuple[str, str, str, str], dict[bytes, Location]] = OrderedDict()
         self._max_states = max_states
@@ -470,7 +472,7 @@ class ListMemory:
         """Drop what is known of a thread's lists (a base turned out to be gone)."""
         with self._lock:
             for key in [k for k in self._states if k[:2] == (thread_id, ns)]:
-                del self._states[key]
+                self._locations -= len(self._states.pop(key).locations)
             for key in [k for k in self._offers if k[:2] == (thread_id, ns)]:
                 del self._offers[key]
 
@@ -510,11 +512,26 @@ class ListMemory:
         return out
 
     def remember(self, thread_id: str, ns: str, channel: str, state: ListState) -> None:
+        """Keep a version's state, most recent last; the oldest go past `max_states`, or
+        past `max_locations` items in all (a state holds a reference per item, and a long
+        thread stores a version per step)."""
+        key = (thread_id, ns, channel, state.version)
         with self._lock:
-            self._states[(thread_id, ns, channel, state.version)] = state
-            self._states.move_to_end((thread_id, ns, channel, state.version))
-            while len(self._states) > self._max_states:
-                self._states.popitem(last=False)
+            old = self._states.pop(key, None)
+            if old is not None:
+                self._locations -= len(old.locations)
+            self._states[key] = state
+            self._locations += len(state.locations)
+            while len(self._states) > 1 and (
+                len(self._states) > self._max_states or self._locations > self._max_locations
+            ):
+                _, gone = self._states.popitem(last=False)
+                self._locations -= len(gone.locations)
+
+    @property
+    def locations(self) -> int:
+        """Item references the remembered states hold, in all."""
+        return self._locations
 
 
 class ItemCache:

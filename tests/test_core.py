@@ -70,3 +70,22 @@ def test_metadata_contains_follows_jsonb_containment() -> None:
     assert not metadata_contains(doc, {"step": 4})
     assert not metadata_contains(doc, {"flag": 1})  # jsonb: true is not 1
     assert not metadata_contains(doc, {"missing": None})
+
+
+def test_the_list_memory_is_bounded_by_the_items_its_states_reference() -> None:
+    from langgraph_pg_durable.lists import ListMemory, ListState
+
+    def state(version: str, items: int) -> ListState:
+        return ListState(version, (), None, tuple((version, i) for i in range(items)))
+
+    memory = ListMemory(max_states=100, max_locations=1000)
+    for step in range(1, 40):  # a thread whose list grows by 10 items a step
+        memory.remember("t", "", "messages", state(f"{step:08x}.x", 10 * step))
+        memory.holds("t", "", f"c{step}", {"messages": f"{step:08x}.x"})
+        assert memory.locations <= 1000 or memory.locations == 10 * step  # one state alone may exceed it
+    assert memory.base("t", "", "c39", "messages") is not None  # the newest stays
+    assert memory.base("t", "", "c10", "messages") is None  # older ones went
+    memory.remember("t", "", "messages", state("huge", 5000))  # bigger than the budget: kept alone
+    assert memory.locations == 5000 and [s.version for _, s in memory.recent("t", "")] == ["huge"]
+    memory.forget("t", "")
+    assert memory.locations == 0
