@@ -21,7 +21,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from . import schema as schema_sql
-from .core import GC_BATCH, Query, SaverCore, has_rows
+from .core import GC_BATCH, Plan, Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError
 from .inflight import AsyncWritesInFlight
 from .retry import Attempts, RetryPolicy
@@ -104,6 +104,15 @@ class AsyncDurablePostgresSaver(SaverCore):
         else:
             async with self._lock:
                 yield self.conn  # type: ignore[misc]
+
+    async def _run(self, plan: Plan[T]) -> T:
+        """Carry out an operation of several statements (see core.Plan)."""
+        try:
+            query = next(plan)
+            while True:
+                query = plan.send(await self._execute(query))
+        except StopIteration as finished:
+            return finished.value
 
     async def _execute(self, query: Query[T]) -> T:
         """Store the objects the statement references, send it (one round trip, transient
@@ -195,16 +204,8 @@ class AsyncDurablePostgresSaver(SaverCore):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        ready = await self._writes_in_flight.wait(self._parent_key(config))
-        query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=ready)
-        stored = await self._execute(query)
-        if stored is None and query.params["base_item_channels"]:
-            # The items of a pending write it used were not committed yet: store them.
-            stored = await self._execute(self._put_query(config, checkpoint, metadata, new_versions, use_offers=False))
-        if stored is None:  # a list version it extended was pruned meanwhile: store snapshots
-            stored = await self._execute(self._put_query(config, checkpoint, metadata, new_versions, use_memory=False))
-        assert stored is not None
-        return stored
+        done = await self._writes_in_flight.wait(self._parent_key(config))
+        return await self._run(self._put_plan(config, checkpoint, metadata, new_versions, parent_writes_done=done))
 
     async def aput_writes(
         self,
@@ -226,15 +227,7 @@ class AsyncDurablePostgresSaver(SaverCore):
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        """LangGraph's DeltaChannel replay input, from pages of bare rows and one read of the
-        chain's writes and seed values (not one get_tuple per ancestor)."""
-        if not channels:
-            return {}
-        walk = self._delta_walk(config, channels)
-        while walk.needs_rows():
-            walk.take(await self._execute(self._page_query(walk.scan)))
-        tuples = await self._execute(self._walk_details_query(walk)) if walk.path else []
-        return walk.result(tuples)  # type: ignore[return-value]
+        return await self._run(self._delta_history_plan(config, channels))  # type: ignore[return-value]
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._execute(self._delete_threads_query([thread_id]))
@@ -242,9 +235,7 @@ class AsyncDurablePostgresSaver(SaverCore):
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the runs' checkpoints and writes, except the ones a surviving DeltaChannel
         checkpoint replays (kept so that it still restores)."""
-        if run_ids:
-            keep = await self._execute(self._run_lanes_query(run_ids))
-            await self._execute(self._delete_for_runs_query(run_ids, keep))
+        await self._run(self._delete_for_runs_plan(run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self._execute(self._copy_thread_query(source_thread_id, target_thread_id))
@@ -252,17 +243,7 @@ class AsyncDurablePostgresSaver(SaverCore):
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """`keep_latest` also keeps the ancestors whose writes a kept DeltaChannel
         checkpoint replays (up to the one holding the channel's value)."""
-        query = self._prune_query(thread_ids, strategy)
-        if not thread_ids:
-            return
-        if strategy == "keep_latest":
-            keep = []
-            for walk in self._replay_walks(await self._execute(self._latest_rows_query(thread_ids))):
-                while walk.needs_rows():
-                    walk.take(await self._execute(self._page_query(walk.scan)))
-                keep.extend(walk.path)
-            query = self._prune_query(thread_ids, strategy, keep)
-        await self._execute(query)
+        await self._run(self._prune_plan(thread_ids, strategy))
 
     # -- BaseCheckpointSaver, sync: run on the saver's loop from another thread ---------------
 

@@ -6,7 +6,7 @@ transient errors, and hands the fetched rows to the Query's `decode`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
@@ -69,6 +69,12 @@ class Query(Generic[T]):
     # Payloads the previous statement of the same call fetched (list() pages): kept
     # across pages so that a value and the write that produced it cost one GET.
     memo: dict[str, bytes] | None = None
+
+
+# An operation of several statements, written once for both savers: a generator that
+# yields each Query, is sent its decoded result, and returns the operation's result.
+# The sync saver drives it with _execute, the async one with await _execute.
+Plan = Generator["Query[Any]", Any, T]
 
 
 class SaverCore(BaseCheckpointSaver[str]):
@@ -375,6 +381,55 @@ class SaverCore(BaseCheckpointSaver[str]):
             {"thread_ids": ids},
             lambda fetched: [CheckpointRow.from_row(r) for r in fetched],
         )
+
+    # -- plans: the operations of several statements --------------------------------------
+
+    def _put_plan(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+        new_versions: ChannelVersions, *, parent_writes_done: bool,
+    ) -> Plan[RunnableConfig]:
+        """put: one statement, sent again relying on less when what it relied on is missing."""
+        query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=parent_writes_done)
+        stored = yield query
+        if stored is None and query.params["base_item_channels"]:
+            # The items of a pending write it used were not committed yet: store them.
+            stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_offers=False)
+        if stored is None:  # a list version it extended was pruned meanwhile: store snapshots
+            stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_memory=False)
+        assert stored is not None
+        return stored
+
+    def _delta_history_plan(self, config: RunnableConfig, channels: Sequence[str]) -> Plan[dict[str, Any]]:
+        """get_delta_channel_history: pages of bare rows up the parent chain, then one read
+        of the chain's writes and seed values (not one get_tuple per ancestor)."""
+        if not channels:
+            return {}
+        walk = self._delta_walk(config, channels)
+        while walk.needs_rows():
+            walk.take((yield self._page_query(walk.scan)))
+        tuples = (yield self._walk_details_query(walk)) if walk.path else []
+        return walk.result(tuples)
+
+    def _delete_for_runs_plan(self, run_ids: Sequence[str]) -> Plan[None]:
+        """delete_for_runs, sparing the checkpoints a surviving DeltaChannel one replays."""
+        if run_ids:
+            keep = yield self._run_lanes_query(run_ids)
+            yield self._delete_for_runs_query(run_ids, keep)
+
+    def _prune_plan(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
+        """prune; `keep_latest` also keeps the ancestors whose writes a kept DeltaChannel
+        checkpoint replays (up to the one holding the channel's value)."""
+        query = self._prune_query(thread_ids, strategy)
+        if not thread_ids:
+            return
+        if strategy == "keep_latest":
+            keep = []
+            for walk in self._replay_walks((yield self._latest_rows_query(thread_ids))):
+                while walk.needs_rows():
+                    walk.take((yield self._page_query(walk.scan)))
+                keep.extend(walk.path)
+            query = self._prune_query(thread_ids, strategy, keep)
+        yield query
 
     def _replay_walks(self, latest: Sequence[CheckpointRow]) -> list[DeltaWalk]:
         """For prune: a walk per newest checkpoint that replays DeltaChannel writes from its

@@ -22,7 +22,7 @@ from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from . import schema as schema_sql
-from .core import GC_BATCH, Query, SaverCore, has_rows
+from .core import GC_BATCH, Plan, Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError
 from .inflight import WritesInFlight
 from .retry import Attempts, RetryPolicy
@@ -127,6 +127,15 @@ class DurablePostgresSaver(SaverCore):
         payloads = self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
         return query.decode(self._attach_objects(query, fetched, payloads))
 
+    def _run(self, plan: Plan[T]) -> T:
+        """Carry out an operation of several statements (see core.Plan)."""
+        try:
+            query = next(plan)
+            while True:
+                query = plan.send(self._execute(query))
+        except StopIteration as finished:
+            return finished.value
+
     @staticmethod
     def _send(conn: Connection, query: Query[Any]) -> list[Any]:
         """One flight on an autocommit connection: pipeline mode sends the prepare with the statement."""
@@ -191,16 +200,8 @@ class DurablePostgresSaver(SaverCore):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        ready = self._writes_in_flight.wait(self._parent_key(config))
-        query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=ready)
-        stored = self._execute(query)
-        if stored is None and query.params["base_item_channels"]:
-            # The items of a pending write it used were not committed yet: store them.
-            stored = self._execute(self._put_query(config, checkpoint, metadata, new_versions, use_offers=False))
-        if stored is None:  # a list version it extended was pruned meanwhile: store snapshots
-            stored = self._execute(self._put_query(config, checkpoint, metadata, new_versions, use_memory=False))
-        assert stored is not None
-        return stored
+        done = self._writes_in_flight.wait(self._parent_key(config))
+        return self._run(self._put_plan(config, checkpoint, metadata, new_versions, parent_writes_done=done))
 
     def put_writes(
         self,
@@ -222,15 +223,7 @@ class DurablePostgresSaver(SaverCore):
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        """LangGraph's DeltaChannel replay input, from pages of bare rows and one read of the
-        chain's writes and seed values (not one get_tuple per ancestor)."""
-        if not channels:
-            return {}
-        walk = self._delta_walk(config, channels)
-        while walk.needs_rows():
-            walk.take(self._execute(self._page_query(walk.scan)))
-        tuples = self._execute(self._walk_details_query(walk)) if walk.path else []
-        return walk.result(tuples)  # type: ignore[return-value]
+        return self._run(self._delta_history_plan(config, channels))  # type: ignore[return-value]
 
     def delete_thread(self, thread_id: str) -> None:
         self._execute(self._delete_threads_query([thread_id]))
@@ -238,9 +231,7 @@ class DurablePostgresSaver(SaverCore):
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the runs' checkpoints and writes, except the ones a surviving DeltaChannel
         checkpoint replays (kept so that it still restores)."""
-        if run_ids:
-            keep = self._execute(self._run_lanes_query(run_ids))
-            self._execute(self._delete_for_runs_query(run_ids, keep))
+        self._run(self._delete_for_runs_plan(run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         self._execute(self._copy_thread_query(source_thread_id, target_thread_id))
@@ -248,17 +239,7 @@ class DurablePostgresSaver(SaverCore):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """`keep_latest` also keeps the ancestors whose writes a kept DeltaChannel
         checkpoint replays (up to the one holding the channel's value)."""
-        query = self._prune_query(thread_ids, strategy)
-        if not thread_ids:
-            return
-        if strategy == "keep_latest":
-            keep = []
-            for walk in self._replay_walks(self._execute(self._latest_rows_query(thread_ids))):
-                while walk.needs_rows():
-                    walk.take(self._execute(self._page_query(walk.scan)))
-                keep.extend(walk.path)
-            query = self._prune_query(thread_ids, strategy, keep)
-        self._execute(query)
+        self._run(self._prune_plan(thread_ids, strategy))
 
     def gc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
         """Delete the objects no row references that were last written over `grace_period` ago.
