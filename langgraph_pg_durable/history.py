@@ -182,7 +182,8 @@ class HistoryScan:
             lane = (thread_id, ns)
             if part in ("v", "l") and type_ == list_layout.LIST_TYPE:
                 chain = checkpoint_id.split(list_layout.CHAIN_SEPARATOR) if checkpoint_id else ()
-                list_rows.setdefault(lane, {})[(a, b)] = list_layout.stored(chain, data)
+                item_versions = c.split(list_layout.CHAIN_SEPARATOR) if c else ()
+                list_rows.setdefault(lane, {})[(a, b)] = list_layout.stored(chain, data, item_versions)
                 if part == "v":
                     wanted.setdefault(lane, []).append((a, b))
             elif part == "v":

@@ -106,7 +106,7 @@ class ItemRow:
 class ListRow:
     """The channel_values fields of a list version, and the items it introduces."""
 
-    value: bytes  # orjson of {"s": segments}
+    value: bytes  # orjson of {"n": counts} or {"s": segments} (see `list_body`)
     chain: tuple[str, ...]
     item_versions: tuple[str, ...]
     items: list[ItemRow]
@@ -214,7 +214,7 @@ def plan(
         segments = _segments(locations)
     item_versions = tuple(dict.fromkeys(s[0] for s in segments))
     state = ListState(version, chain, digests, locations)
-    body = orjson.dumps({"s": segments})
+    body = list_body(segments, item_versions)
     # A snapshot reusing stored items relies on the base rows that hold them.
     reused = any(location[0] != version for location in locations)
     needs = chain if chain else (base.version,) if reused and base is not None else ()
@@ -304,8 +304,25 @@ class StoredList:
     segments: tuple[Segment, ...]
 
 
-def stored(chain: Sequence[str] | None, body: bytes) -> StoredList:
-    return StoredList(tuple(chain or ()), tuple((v, s, c) for v, s, c in orjson.loads(body)["s"]))
+def list_body(segments: Sequence[Segment], item_versions: Sequence[str]) -> bytes:
+    """A list row's value: when each of `item_versions` is used once, from its first item
+    on (the common case), just the counts, {"n": [...]}, since the row's item_versions
+    column already names the versions; else the segments, {"s": [[version, start, count]]}.
+    A snapshot of a long list is then a few bytes per item, not a version string each."""
+    if len(segments) == len(item_versions) and all(s[1] == 0 for s in segments):
+        return orjson.dumps({"n": [count for _, _, count in segments]})
+    return orjson.dumps({"s": segments})
+
+
+def stored(chain: Sequence[str] | None, body: bytes, item_versions: Sequence[str] | None = None) -> StoredList:
+    """A list row as fetched: its chain, its value (`list_body`) and its item_versions."""
+    doc = orjson.loads(body)
+    if "n" in doc:
+        versions = tuple(item_versions or ())
+        if len(versions) != len(doc["n"]):
+            raise ListIntegrityError(f"a list row names {len(versions)} item versions for {len(doc['n'])} counts")
+        return StoredList(tuple(chain or ()), tuple((v, 0, c) for v, c in zip(versions, doc["n"])))
+    return StoredList(tuple(chain or ()), tuple((v, s, c) for v, s, c in doc["s"]))
 
 
 def locate(version: str, rows: Mapping[str, StoredList], *, where: str) -> list[Location]:

@@ -675,7 +675,7 @@ def tuple_from_union(
         if part == "c":
             row = CheckpointRow(key.thread_id, key.checkpoint_ns, a, b, load_json(doc), load_json(meta), data, chs, vers)
         elif part in ("v", "l") and type_ == list_layout.LIST_TYPE:
-            list_rows[(a, b)] = list_layout.stored(chs, data)
+            list_rows[(a, b)] = list_layout.stored(chs, data, vers)
             if part == "v":
                 wanted.append((a, b))
         elif part == "v":

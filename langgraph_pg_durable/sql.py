@@ -296,11 +296,11 @@ SELECT 'c' AS part, t.checkpoint_id AS a, t.parent_checkpoint_id AS b, NULL::tex
        NULL::text AS object_key, NULL::text AS object_sha256, NULL::bigint AS object_size
 FROM target t
 UNION ALL
-SELECT 'v', channel, version, NULL, NULL, NULL, NULL, list_chain, NULL, type, value,
+SELECT 'v', channel, version, NULL, NULL, NULL, NULL, list_chain, item_versions, type, value,
        object_key, object_sha256, object_size
 FROM vals
 UNION ALL
-SELECT 'l', channel, version, NULL, NULL, NULL, NULL, list_chain, NULL, type, value,
+SELECT 'l', channel, version, NULL, NULL, NULL, NULL, list_chain, item_versions, type, value,
        object_key, object_sha256, object_size
 FROM links
 UNION ALL
@@ -360,12 +360,12 @@ WITH vals AS MATERIALIZED (
     SELECT k ->> 0, k ->> 1, k ->> 2, k ->> 3 FROM json_array_elements(%(known)s::json) AS k
 )
 SELECT 'v' AS part, thread_id, checkpoint_ns, array_to_string(list_chain, E'\x1f') AS checkpoint_id,
-       channel AS a, version AS b, NULL::text AS c, NULL::int AS n, type, value,
+       channel AS a, version AS b, array_to_string(item_versions, E'\x1f') AS c, NULL::int AS n, type, value,
        object_key, object_sha256, object_size
 FROM vals
 UNION ALL
-SELECT 'l', thread_id, checkpoint_ns, array_to_string(list_chain, E'\x1f'), channel, version, NULL, NULL,
-       type, value, object_key, object_sha256, object_size
+SELECT 'l', thread_id, checkpoint_ns, array_to_string(list_chain, E'\x1f'), channel, version,
+       array_to_string(item_versions, E'\x1f'), NULL, type, value, object_key, object_sha256, object_size
 FROM links
 UNION ALL
 SELECT 'i', i.thread_id, i.checkpoint_ns, NULL, i.channel, i.version, NULL, i.idx, i.type, i.value,
