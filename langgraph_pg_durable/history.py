@@ -189,7 +189,7 @@ class HistoryScan:
             elif part == "v":
                 fresh[(thread_id, ns, a, b)] = load_value(self.serde, type_, data)
             elif part == "i":
-                raw_items.setdefault(lane, {}).setdefault((a, b), {})[n] = (type_, data or b"")
+                raw_items.setdefault(lane, {}).setdefault((a, b), {})[n] = list_layout.unpacked(type_, data)  # inflated once
                 self.item_groups.add((thread_id, ns, a, b))
             elif part == "w":
                 writes.setdefault((thread_id, ns, checkpoint_id), []).append((a, b, c, n, type_, data))

@@ -568,6 +568,8 @@ class ItemCache:
 
     def add(self, thread_id: str, ns: str, channel: str, version: str, items: RawItems) -> None:
         """Hold a group's items, decompressed: a warm read then never inflates them again."""
+        if not items or not self.max_bytes:
+            return
         if any(type_.endswith(COMPRESSED) for type_, _ in items.values()):
             items = {idx: unpacked(type_, data) for idx, (type_, data) in items.items()}
         size = sum(len(data) for _, data in items.values())

@@ -681,7 +681,7 @@ def tuple_from_union(
         elif part == "v":
             values[(a, b)] = load_value(serde, type_, data)
         elif part == "i":
-            fetched.setdefault((a, b), {})[n] = (type_, data or b"")
+            fetched.setdefault((a, b), {})[n] = list_layout.unpacked(type_, data)  # inflated once, for the decode and the cache
         elif part == "w":
             writes.append((a, b, c, n, type_, data))
     if row is None:
