@@ -1,10 +1,29 @@
-"""AsyncDurablePostgresSaver: the asyncio shell, twin of `saver.py`, over the same Queries."""
+# async:
+"""AsyncDurablePostgresSaver: the asyncio shell. It sends Queries; it decides nothing.
+
+`saver.py`, the sync shell, is generated from this file (`python tools/async_to_sync.py`).
+"""
+# end
+# sync:
+# """DurablePostgresSaver: the synchronous shell. It sends Queries; it decides nothing.
+#
+# Generated from `aio.py` by `python tools/async_to_sync.py`: edit that file, not this one.
+# """
+# end
 
 from __future__ import annotations
 
+# async:
 import asyncio
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+# end
+# sync:
+# import threading
+# import time
+# from collections.abc import Iterator, Mapping, Sequence
+# from contextlib import contextmanager
+# end
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -31,12 +50,21 @@ T = TypeVar("T")
 
 
 class AsyncDurablePostgresSaver(SaverCore):
+    # async:
     """A LangGraph checkpointer on PostgreSQL, for `graph.ainvoke` / `graph.astream`.
 
     Give it a psycopg `AsyncConnectionPool` (calls run in parallel) or a single
     `AsyncConnection` (calls are serialized on it). Its sync methods work from
     other threads while its event loop runs, as LangGraph's sync APIs need.
     """
+    # end
+    # sync:
+    # """A LangGraph checkpointer on PostgreSQL, for `graph.invoke` / `graph.stream`.
+    #
+    # Give it a psycopg `ConnectionPool` (calls then run in parallel, one pooled
+    # connection each) or a single `Connection` (calls are serialized on it).
+    # """
+    # end
 
     def __init__(
         self,
@@ -53,11 +81,14 @@ class AsyncDurablePostgresSaver(SaverCore):
         self._writes_in_flight = AsyncWritesInFlight()
         self.conn = conn
         self.is_pool = isinstance(conn, AsyncConnectionPool)
+        # A single connection runs one statement at a time; a pool needs no lock.
         self._lock = asyncio.Lock()
+        # async:
         try:
             self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self.loop = None
+        # end
 
     @classmethod
     @asynccontextmanager
@@ -176,7 +207,7 @@ class AsyncDurablePostgresSaver(SaverCore):
             except Exception as exc:
                 await asyncio.sleep(attempts.next_delay(exc))
 
-    # -- BaseCheckpointSaver, async -------------------------------------------------------
+    # -- BaseCheckpointSaver -------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self._execute(self._get_tuple_query(config))
@@ -245,6 +276,27 @@ class AsyncDurablePostgresSaver(SaverCore):
         checkpoint replays (up to the one holding the channel's value)."""
         await self._run(self._prune_plan(thread_ids, strategy))
 
+    async def agc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
+        """Delete the objects no row references that were last written over `grace_period` ago.
+
+        An object a row of any thread references is never deleted; the grace period spares
+        uploads whose rows are not committed yet. Returns how many objects were deleted.
+        """
+        cutoff = self._gc_cutoff(grace_period)
+        objects = self.objects
+        assert objects is not None
+        candidates = await objects.alist_garbage_candidates(self.placement.prefix, cutoff)
+        unreferenced: list[str] = []
+        for start in range(0, len(candidates), GC_BATCH):
+            batch = candidates[start : start + GC_BATCH]
+            held = await self._execute(self._referenced_objects_query(batch))
+            unreferenced += [key for key in batch if key not in held]
+        # A put may have rewritten an unreferenced object since the listing, to reference it again.
+        doomed = await objects.astill_old(unreferenced, cutoff)
+        await objects.adelete(doomed)
+        return len(doomed)
+
+    # async:
     # -- BaseCheckpointSaver, sync: run on the saver's loop from another thread ---------------
 
     def _on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -315,25 +367,6 @@ class AsyncDurablePostgresSaver(SaverCore):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         return self._on_loop(self.aprune(thread_ids, strategy=strategy))
 
-    async def agc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
-        """Delete the objects no row references that were last written over `grace_period` ago.
-
-        An object a row of any thread references is never deleted; the grace period spares
-        uploads whose rows are not committed yet. Returns how many objects were deleted.
-        """
-        cutoff = self._gc_cutoff(grace_period)
-        objects = self.objects
-        assert objects is not None
-        candidates = await objects.alist_garbage_candidates(self.placement.prefix, cutoff)
-        unreferenced: list[str] = []
-        for start in range(0, len(candidates), GC_BATCH):
-            batch = candidates[start : start + GC_BATCH]
-            held = await self._execute(self._referenced_objects_query(batch))
-            unreferenced += [key for key in batch if key not in held]
-        # A put may have rewritten an unreferenced object since the listing, to reference it again.
-        doomed = await objects.astill_old(unreferenced, cutoff)
-        await objects.adelete(doomed)
-        return len(doomed)
-
     def gc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
         return self._on_loop(self.agc(grace_period=grace_period))
+    # end

@@ -1,4 +1,7 @@
-"""DurablePostgresSaver: the synchronous shell. It sends Queries; it decides nothing."""
+"""DurablePostgresSaver: the synchronous shell. It sends Queries; it decides nothing.
+
+Generated from `aio.py` by `python tools/async_to_sync.py`: edit that file, not this one.
+"""
 
 from __future__ import annotations
 
@@ -102,6 +105,15 @@ class DurablePostgresSaver(SaverCore):
             with self._lock:
                 yield self.conn  # type: ignore[misc]
 
+    def _run(self, plan: Plan[T]) -> T:
+        """Carry out an operation of several statements (see core.Plan)."""
+        try:
+            query = next(plan)
+            while True:
+                query = plan.send(self._execute(query))
+        except StopIteration as finished:
+            return finished.value
+
     def _execute(self, query: Query[T]) -> T:
         """Store the objects the statement references, send it (one round trip, transient
         errors retried), then fetch and verify the objects its rows reference."""
@@ -127,15 +139,6 @@ class DurablePostgresSaver(SaverCore):
         payloads = self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
         return query.decode(self._attach_objects(query, fetched, payloads))
 
-    def _run(self, plan: Plan[T]) -> T:
-        """Carry out an operation of several statements (see core.Plan)."""
-        try:
-            query = next(plan)
-            while True:
-                query = plan.send(self._execute(query))
-        except StopIteration as finished:
-            return finished.value
-
     @staticmethod
     def _send(conn: Connection, query: Query[Any]) -> list[Any]:
         """One flight on an autocommit connection: pipeline mode sends the prepare with the statement."""
@@ -160,7 +163,7 @@ class DurablePostgresSaver(SaverCore):
                 cur.execute(schema_sql.lock_sql(self.schema))
                 cur.execute(schema_sql.bootstrap_sql(quoted))
                 cur.execute(schema_sql.current_version_sql(quoted))
-                current = cur.fetchone()[0]  # type: ignore[index]
+                current = (cur.fetchone())[0]  # type: ignore[index]
                 for migration in schema_sql.pending(self.schema, current):
                     cur.execute(migration.sql(quoted))
                     cur.execute(schema_sql.record_sql(quoted), (migration.version, migration.name))
@@ -173,7 +176,7 @@ class DurablePostgresSaver(SaverCore):
             except Exception as exc:
                 time.sleep(attempts.next_delay(exc))
 
-    # -- BaseCheckpointSaver ------------------------------------------------------------
+    # -- BaseCheckpointSaver -------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self._execute(self._get_tuple_query(config))
@@ -191,7 +194,8 @@ class DurablePostgresSaver(SaverCore):
             page = self._execute(self._page_query(scan))
             if not page:
                 return
-            yield from self._execute(self._details_query(scan, page))
+            for item in self._execute(self._details_query(scan, page)):
+                yield item
 
     def put(
         self,
