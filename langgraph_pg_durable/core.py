@@ -6,7 +6,7 @@ transient errors, and hands the fetched rows to the Query's `decode`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
@@ -77,6 +77,16 @@ class Query(Generic[T]):
 Plan = Generator["Query[Any]", Any, T]
 
 
+def _keep_params(keep: Iterable[tuple[str, str, str]]) -> dict[str, TextArray]:
+    """The `keep_*` parameters of a delete: checkpoints it must spare, by (thread, namespace, id)."""
+    keep = list(keep)
+    return {
+        "keep_threads": TextArray(k[0] for k in keep),
+        "keep_namespaces": TextArray(k[1] for k in keep),
+        "keep_ids": TextArray(k[2] for k in keep),
+    }
+
+
 class SaverCore(BaseCheckpointSaver[str]):
     """Configuration and Query builders shared by DurablePostgresSaver and its async twin."""
 
@@ -145,7 +155,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         use_offers: bool = True,
     ) -> Query[RunnableConfig | None]:
         """The put; its decode gives None when a list version it extends, or the items of
-        a pending write it uses, are not there. The shell then sends it again without the
+        a pending write it uses, are not there. `_put_plan` then sends it again without the
         writes' items (`use_offers=False`: they may not be committed yet), then without
         the memory (`use_memory=False`: snapshots only; the version may have been pruned)."""
         params, next_config, uploads, states = rows.put_params(
@@ -338,12 +348,7 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _delete_for_runs_query(self, run_ids: Sequence[str], keep: set[tuple[str, str, str]]) -> Query[None]:
         ids = [rows.require_text(r, "run_id") for r in run_ids]
-        params = {
-            "run_ids": ids,
-            "keep_threads": TextArray(k[0] for k in keep),
-            "keep_namespaces": TextArray(k[1] for k in keep),
-            "keep_ids": TextArray(k[2] for k in keep),
-        }
+        params = {"run_ids": ids, **_keep_params(keep)}
         return Query(f"delete_for_runs {ids!r}", self.sql.delete_for_runs(), params)
 
     def _copy_thread_query(self, source_thread_id: str, target_thread_id: str) -> Query[None]:
@@ -365,12 +370,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         if strategy == "delete":
             return self._delete_threads_query(thread_ids)
         ids = [rows.require_text(t, "thread_id") for t in thread_ids]
-        params = {
-            "thread_ids": ids,
-            "keep_threads": TextArray(r.thread_id for r in keep),
-            "keep_namespaces": TextArray(r.checkpoint_ns for r in keep),
-            "keep_ids": TextArray(r.checkpoint_id for r in keep),
-        }
+        params = {"thread_ids": ids, **_keep_params((r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in keep)}
         return Query(f"prune of threads {ids!r}", self.sql.prune_keep_latest(), params)
 
     def _latest_rows_query(self, thread_ids: Sequence[str]) -> Query[list[CheckpointRow]]:
