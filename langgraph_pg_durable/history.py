@@ -202,19 +202,15 @@ class HistoryScan:
             )
             for (channel, version), (value, _state) in restored.items():
                 fresh[(thread_id, ns, channel, version)] = value
+        lanes_decoded: dict[tuple[str, str], dict[str, dict[list_layout.Location, Any]]] = {}
         for (thread_id, ns, checkpoint_id), lane_writes in writes.items():
             lane_writes = writes[(thread_id, ns, checkpoint_id)] = unpack_writes(lane_writes)
             if any(w[4] == list_layout.WRITE_ITEMS_TYPE for w in lane_writes):
-                lane = (thread_id, ns)
-                groups = raw_items.get(lane, {})
-                decoded = self.items.setdefault(lane, {})
-
-                def items_of(channel: str, groups: Any = groups, decoded: Any = decoded) -> Any:
-                    mine = {version: group for (ch, version), group in groups.items() if ch == channel}
-                    return list_layout.decode_into(self.serde, load_value, decoded.setdefault(channel, {}), mine)
-
+                if (thread_id, ns) not in lanes_decoded:
+                    lanes_decoded[(thread_id, ns)] = self._decoded_items((thread_id, ns), raw_items.get((thread_id, ns), {}))
+                decoded = lanes_decoded[(thread_id, ns)]
                 writes[(thread_id, ns, checkpoint_id)] = resolve_writes(
-                    self.serde, lane_writes, items_of, decoded=True,
+                    self.serde, lane_writes, lambda channel, decoded=decoded: decoded.get(channel, {}), decoded=True,
                     where=lambda w, t=thread_id, c=checkpoint_id: f"thread {t!r}, checkpoint {c!r}, write of task {w[0]!r} to channel {w[1]!r}",
                 )
         # Keep what this page used: the next (older) page mostly holds the same versions.
@@ -232,6 +228,19 @@ class HistoryScan:
                     self.done = True
                     break
         return out
+
+    def _decoded_items(
+        self, lane: tuple[str, str], groups: Mapping[tuple[str, str], list_layout.RawItems]
+    ) -> dict[str, dict[list_layout.Location, Any]]:
+        """The walk's decoded items of a lane, by channel, with this page's groups in them
+        (each item decoded once per walk)."""
+        by_channel: dict[str, dict[str, list_layout.RawItems]] = {}
+        for (channel, version), group in groups.items():
+            by_channel.setdefault(channel, {})[version] = group
+        decoded = self.items.setdefault(lane, {})
+        for channel, channel_groups in by_channel.items():
+            list_layout.decode_into(self.serde, load_value, decoded.setdefault(channel, {}), channel_groups)
+        return decoded
 
     def _passes_recheck(self, row: CheckpointRow) -> bool:
         """SQL matched the jsonb projection; where that is lossy, match the exact metadata."""

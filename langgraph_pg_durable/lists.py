@@ -177,18 +177,14 @@ def plan(
     `offered` are items the parent checkpoint's pending writes stored, by digest: an
     appended item found there is used where it is rather than stored again.
     """
-    # Digests come from a deterministic serialization: under EncryptedSerializer the
-    # inner serializer's, since ciphertext differs on every call.
-    plain_serde = getattr(serde, "serde", serde) if isinstance(serde, EncryptedSerializer) else serde
-    plain = [dump(plain_serde, item, channel=channel, where=where) for item in value]
-    digests = tuple(digest(t, d) for t, d in plain)
+    digests, stored_form = _serialize_items(serde, value, channel=channel, where=where, dump=dump)
     appends = base is not None and _extends(digests, base.digests)
 
     items: list[ItemRow] = []
     uploads: list[Upload] = []
 
     def store(item_index: int) -> Location:
-        type_, data = plain[item_index] if plain_serde is serde else dump(serde, value[item_index], channel=channel, where=where)
+        type_, data = stored_form(item_index)
         idx = len(items)
         items.append(_item_row(channel, version, idx, type_, data, placement, where=f"item {item_index} of {where}",
                                uploads=uploads, purpose=f"put of {where}, item {item_index}"))
@@ -197,7 +193,7 @@ def plan(
     offered = offered or {}
     if base is not None and appends and len(base.chain) + 1 < snapshot_every:
         chain = (*base.chain, base.version)
-        own = [offered.get(digests[i]) or store(i) for i in range(len(base.digests), len(plain))]
+        own = [offered.get(digests[i]) or store(i) for i in range(len(base.digests), len(value))]
         locations = base.locations + tuple(own)
         segments = _segments(own)
     else:
@@ -250,17 +246,15 @@ def write_items(
     so a task that wrote other values on a retry never shares a key with the first try.
     """
     values = value if type(value) is list else [value]
-    plain_serde = getattr(serde, "serde", serde) if isinstance(serde, EncryptedSerializer) else serde
-    plain = [dump(plain_serde, item, channel=channel, where=where) for item in values]
-    digests = [digest(t, d) for t, d in plain]
+    digests, stored_form = _serialize_items(serde, values, channel=channel, where=where, dump=dump)
     h = hashlib.blake2b(identity.encode(), digest_size=9)
     for d in digests:
         h.update(d)
     key = WRITE_KEY_PREFIX + base64.urlsafe_b64encode(h.digest()).decode()
     items: list[ItemRow] = []
     uploads: list[Upload] = []
-    for idx, item in enumerate(values):
-        type_, data = plain[idx] if plain_serde is serde else dump(serde, item, channel=channel, where=where)
+    for idx in range(len(values)):
+        type_, data = stored_form(idx)
         items.append(_item_row(channel, key, idx, type_, data, placement, where=f"item {idx} of {where}",
                                uploads=uploads, purpose=f"put_writes of {where}, item {idx}"))
     body = orjson.dumps({"k": key, "n": len(values), "list": type(value) is list})
@@ -276,6 +270,22 @@ def load_write(
     found = pick(items or {}, locations, where=where)
     values = found if decoded else _decode_all(serde, load, found)
     return values if head["list"] else values[0]
+
+
+def _serialize_items(
+    serde: SerializerProtocol, values: Sequence[Any], *, channel: str, where: str, dump: Any
+) -> tuple[tuple[bytes, ...], Any]:
+    """Each item's digest, and a function giving the (type, bytes) to store for item i.
+
+    Digests come from a deterministic serialization: under EncryptedSerializer the inner
+    serializer's, since ciphertext differs on every call (the stored bytes are encrypted).
+    """
+    plain_serde = getattr(serde, "serde", serde) if isinstance(serde, EncryptedSerializer) else serde
+    plain = [dump(plain_serde, item, channel=channel, where=where) for item in values]
+    digests = tuple(digest(t, d) for t, d in plain)
+    if plain_serde is serde:
+        return digests, plain.__getitem__
+    return digests, lambda i: dump(serde, values[i], channel=channel, where=where)
 
 
 def _extends(digests: Sequence[bytes], base: Sequence[bytes]) -> bool:

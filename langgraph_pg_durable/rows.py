@@ -707,7 +707,7 @@ def tuple_from_union(
     writes = unpack_writes(writes)
     if any(w[4] == list_layout.WRITE_ITEMS_TYPE for w in writes):
         by_channel: dict[str, dict[list_layout.Location, tuple[str, bytes]]] = {}
-        for (channel, version), group in {**(held or {}), **fetched}.items():
+        for (channel, version), group in raw_items.items():
             by_channel.setdefault(channel, {}).update(((version, idx), raw) for idx, raw in group.items())
         writes = resolve_writes(
             serde, writes, lambda channel: by_channel.get(channel, {}), decoded=False,
