@@ -37,6 +37,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection
+from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from . import schema as schema_sql
@@ -172,8 +173,12 @@ class AsyncDurablePostgresSaver(SaverCore):
 
     @staticmethod
     async def _send(conn: AsyncConnection, query: Query[Any]) -> list[Any]:
-        """One flight on an autocommit connection: pipeline mode sends the prepare with the statement."""
-        async with conn.cursor(binary=True) as cur:
+        """One flight on an autocommit connection: pipeline mode sends the prepare with the statement.
+
+        The cursor reads tuples whatever row factory the caller's connection has (a pool
+        built for the official saver has `dict_row`): every decoder reads by position.
+        """
+        async with conn.cursor(binary=True, row_factory=tuple_row) as cur:
             async with conn.pipeline():
                 if conn.autocommit:
                     await cur.execute(query.sql, query.params)
@@ -190,13 +195,16 @@ class AsyncDurablePostgresSaver(SaverCore):
         quoted = quote_schema(self.schema)
 
         async def migrate(conn: AsyncConnection) -> None:
-            async with conn.transaction(), conn.cursor() as cur:
+            # Scripts of several statements are never prepared (the server refuses that),
+            # whatever prepare_threshold the connection has: prepare=False sends them as
+            # one simple query.
+            async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
                 await cur.execute(schema_sql.lock_sql(self.schema))
-                await cur.execute(schema_sql.bootstrap_sql(quoted))
+                await cur.execute(schema_sql.bootstrap_sql(quoted), prepare=False)
                 await cur.execute(schema_sql.current_version_sql(quoted))
                 current = (await cur.fetchone())[0]  # type: ignore[index]
                 for migration in schema_sql.pending(self.schema, current):
-                    await cur.execute(migration.sql(quoted))
+                    await cur.execute(migration.sql(quoted), prepare=False)
                     await cur.execute(schema_sql.record_sql(quoted), (migration.version, migration.name))
 
         attempts = Attempts(self.retry, f"setup of schema {self.schema!r}")

@@ -22,6 +22,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import Connection
+from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from . import schema as schema_sql
@@ -141,8 +142,12 @@ class DurablePostgresSaver(SaverCore):
 
     @staticmethod
     def _send(conn: Connection, query: Query[Any]) -> list[Any]:
-        """One flight on an autocommit connection: pipeline mode sends the prepare with the statement."""
-        with conn.cursor(binary=True) as cur:
+        """One flight on an autocommit connection: pipeline mode sends the prepare with the statement.
+
+        The cursor reads tuples whatever row factory the caller's connection has (a pool
+        built for the official saver has `dict_row`): every decoder reads by position.
+        """
+        with conn.cursor(binary=True, row_factory=tuple_row) as cur:
             with conn.pipeline():
                 if conn.autocommit:
                     cur.execute(query.sql, query.params)
@@ -159,13 +164,16 @@ class DurablePostgresSaver(SaverCore):
         quoted = quote_schema(self.schema)
 
         def migrate(conn: Connection) -> None:
-            with conn.transaction(), conn.cursor() as cur:
+            # Scripts of several statements are never prepared (the server refuses that),
+            # whatever prepare_threshold the connection has: prepare=False sends them as
+            # one simple query.
+            with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
                 cur.execute(schema_sql.lock_sql(self.schema))
-                cur.execute(schema_sql.bootstrap_sql(quoted))
+                cur.execute(schema_sql.bootstrap_sql(quoted), prepare=False)
                 cur.execute(schema_sql.current_version_sql(quoted))
                 current = (cur.fetchone())[0]  # type: ignore[index]
                 for migration in schema_sql.pending(self.schema, current):
-                    cur.execute(migration.sql(quoted))
+                    cur.execute(migration.sql(quoted), prepare=False)
                     cur.execute(schema_sql.record_sql(quoted), (migration.version, migration.name))
 
         attempts = Attempts(self.retry, f"setup of schema {self.schema!r}")
