@@ -28,6 +28,7 @@ from .rows import (
     load_metadata,
     load_value,
     metadata_contains,
+    checkpoint_id_of,
     parse_config,
     resolve_writes,
     unpack_writes,
@@ -70,7 +71,7 @@ class HistoryScan:
         self.params: dict[str, Any] = {}
         self.single_lane = False  # one (thread, namespace): the key order is checkpoint_id alone
         self.one_thread = False  # one thread, every namespace: an index on (thread_id, checkpoint_id)
-        if config is not None:
+        if config:  # an empty config lists every thread, as with the official saver
             key = parse_config(config)
             wheres.append("thread_id = %(thread_id)s")
             self.params["thread_id"] = key.thread_id
@@ -86,7 +87,12 @@ class HistoryScan:
             wheres.append("metadata @> %(filter)s::jsonb")
             self.params["filter"] = filter_for_sql(self.filter)
         if before is not None:
-            before_id = parse_config(before, need_checkpoint_id=True).checkpoint_id
+            # Read for its checkpoint id alone, as the official saver does: LangGraph passes
+            # a `before` of a subgraph's checkpoint with no thread_id in it. Without an id
+            # nothing is before it (the official saver compares with NULL).
+            before_id = checkpoint_id_of(before, "before")
+            if before_id is None:
+                self.done = True
             wheres.append("checkpoint_id < %(before_id)s")
             self.params["before_id"] = before_id
         self.base_where = wheres

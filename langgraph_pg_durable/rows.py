@@ -99,6 +99,17 @@ def parse_config(config: RunnableConfig | None, *, need_checkpoint_id: bool = Fa
     )
 
 
+def checkpoint_id_of(config: RunnableConfig, what: str) -> str | None:
+    """The checkpoint id a config names, or None; nothing else of it is required."""
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    if configurable is None:
+        return None
+    if not isinstance(configurable, Mapping):
+        raise ConfigError(f"{what}['configurable'] must be a mapping, got {type(configurable).__name__}")
+    checkpoint_id = configurable.get("checkpoint_id")
+    return require_text(checkpoint_id, f"{what} checkpoint_id") if checkpoint_id else None
+
+
 LEGACY_VERSION_DIGITS = 20  # versions before 0.2: 20 decimal digits, a dot, 16 hex digits
 VERSION_DIGITS = 8  # hex digits of the version number: 4 billion versions of a channel
 
