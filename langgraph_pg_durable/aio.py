@@ -258,8 +258,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         key = self._parent_key(config)
         self._writes_in_flight.begin(key)
         try:
-            if query := self._put_writes_query(config, writes, task_id, task_path):
-                await self._execute(query)
+            await self._run(self._put_writes_plan(config, writes, task_id, task_path))
         finally:
             self._writes_in_flight.end(key)
 

@@ -134,6 +134,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             (r, o): compact(self.sql.put_writes(replace=r, offloaded=o)) for r in (False, True) for o in (False, True)
         }
         self._writes_items_sql = compact(self.sql.put_writes_items())
+        self._packed_writes_sql = {i: compact(self.sql.put_packed_writes(items=i)) for i in (False, True)}
         self._get_sql = {
             (b, cold): compact(self.sql.get_tuple(by_id=b, cold=cold)) for b in (False, True) for cold in (False, True)
         }
@@ -191,30 +192,38 @@ class SaverCore(BaseCheckpointSaver[str]):
         for channel, state in states:
             self.lists.memory.remember(thread_id, ns, channel, state)
 
-    def _put_writes_query(
+    def _put_writes_plan(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
-    ) -> Query[None] | None:
+    ) -> Plan[None]:
+        """put_writes: one statement, or two when a task that already has writes at the
+        checkpoint (a re-run, a retry) sends writes that could share a row."""
         if not writes:
             rows.parse_config(config, need_checkpoint_id=True)
-            return None
-        params, replace, uploads, offers = rows.put_writes_params(
-            self.serde, config, writes, task_id, task_path, self.placement, self.lists
-        )
+            return
+        built = rows.put_writes_params(self.serde, config, writes, task_id, task_path, self.placement, self.lists)
+        params = built.params
         where = f"put_writes of task {task_id!r} on thread {params['thread_id']!r}"
-        if not offers:
-            return Query(where, self._writes_sql[(replace, bool(uploads))], params, uploads=uploads)
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
-        groups = rows.inline_item_groups(params)
+        groups = rows.inline_item_groups(params) if built.has_items else {}
         # Offered now: the child's put waits for these writes (see inflight.py), and one
         # that uses items not committed after all finds them missing and stores its own.
-        for channel, offered in offers:
+        for channel, offered in built.offers:
             self.lists.memory.offer(thread_id, ns, checkpoint_id, channel, offered)
 
-        def stored(_: Sequence[Any]) -> None:
+        def stored(fetched: Sequence[Any]) -> bool:
             for (channel, version), group in groups.items():
                 self.items.add(thread_id, ns, channel, version, group)
+            return bool(fetched)
 
-        return Query(where, self._writes_items_sql, params, stored, uploads)
+        if built.packed is not None:
+            sql = self._packed_writes_sql[built.has_items]
+            if (yield Query(where, sql, built.packed, stored, built.uploads)):
+                return
+        if built.has_items:
+            sql = self._writes_items_sql
+        else:
+            sql = self._writes_sql[(built.replace, bool(built.uploads))]
+        yield Query(where, sql, params, stored, built.uploads)
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = rows.parse_config(config)

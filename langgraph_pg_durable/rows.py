@@ -427,6 +427,27 @@ def _item_params(items: Sequence[ItemRow]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class WritesParams:
+    """What `put_writes` sends: each write in its own row (`params`), and, for a task whose
+    writes can share one row, that row (`packed`, tried first: see `Statements.put_packed_writes`).
+
+    `replace`: every write is to a special channel, whose rows a retry overwrites;
+    `uploads`: objects to store first; `offers`: the items stored per channel (for the
+    child's delta).
+    """
+
+    params: dict[str, Any]
+    packed: dict[str, Any] | None
+    replace: bool
+    uploads: list[Upload]
+    offers: list[tuple[str, list[tuple[bytes, list_layout.Location]]]]
+
+    @property
+    def has_items(self) -> bool:
+        return "item_channels" in self.params
+
+
 def put_writes_params(
     serde: SerializerProtocol,
     config: RunnableConfig,
@@ -435,9 +456,8 @@ def put_writes_params(
     task_path: str,
     placement: Placement,
     lists: ListPolicy | None = None,
-) -> tuple[dict[str, Any], bool, list[Upload], list[tuple[str, list[tuple[bytes, list_layout.Location]]]]]:
-    """Parameters of `Statements.put_writes`, whether they replace (special channels),
-    objects to store, and the items stored per channel (for the child's delta).
+) -> WritesParams:
+    """Parameters of `Statements.put_writes` (and of `put_packed_writes` when packable).
 
     A write to a channel whose version in this checkpoint is a list in the delta layout
     (the writer's memory knows it) stores its items in channel_items: the next version's
@@ -478,28 +498,40 @@ def put_writes_params(
         item_keys.append(None)
         if ref is not None:
             uploads.append(Upload(ref, data, f"put_writes of {what}"))
-    if packable(task_id, channels, refs, item_keys):
-        body = ormsgpack.packb([[i, ch, t, d] for i, ch, t, d in zip(idx, channels, types, blobs)])
-        item_key = next((k for k in item_keys if k is not None), None)
-        channel = channels[item_keys.index(item_key)] if item_key is not None else channels[0]
-        idx, channels, types, blobs, refs, item_keys = [idx[0]], [channel], [PACKED_WRITES_TYPE], [body], [None], [item_key]
     params = {
         "thread_id": key.thread_id,
         "checkpoint_ns": key.checkpoint_ns,
         "checkpoint_id": key.checkpoint_id,
         "task_id": require_text(task_id, "task_id"),
         "task_path": require_text(task_path or "", "task_path"),
+        "packed_type": PACKED_WRITES_TYPE,
+    }
+    packed = None
+    if packable(task_id, channels, refs, item_keys):
+        item_key = next((k for k in item_keys if k is not None), None)
+        packed = {
+            **params,
+            # Stored at the index of the task's last write: the row holds indexes 0 to
+            # packed_idx, which the statements of a later put_writes can see unopened.
+            "packed_idx": idx[-1],
+            "packed_channel": channels[item_keys.index(item_key)] if item_key is not None else channels[0],
+            "packed_value": ormsgpack.packb([[i, ch, t, d] for i, ch, t, d in zip(idx, channels, types, blobs)]),
+            "packed_item_version": item_key,
+        }
+    params.update({
         "idx": Int4Array(idx),
         "channels": TextArray(channels),
         "types": TextArray(types),
         "values": ByteaArray(blobs),
         **_ref_params(refs),
-    }
+    })
     if items:
         params["write_item_versions"] = TextArray(item_keys)
         params.update(_item_params(items))
+        if packed is not None:
+            packed.update(_item_params(items))
     replace = bool(writes) and all(channel in WRITES_IDX_MAP for channel, _ in writes)
-    return params, replace, uploads, offers
+    return WritesParams(params, packed, replace, uploads, offers)
 
 
 def _ref_params(refs: Sequence[ObjectRef | None]) -> dict[str, Any]:
@@ -554,7 +586,8 @@ def packable(task_id: str, channels: Sequence[str], refs: Sequence[ObjectRef | N
     index entry, more than a step counter or a routing flag it holds. Not for special
     channels (replaced one by one), offloaded values or writes stored as items of more
     than one list (their row names one object, one write key), nor for the null task,
-    whose writes LangGraph sends again with more appended (they must keep their rows)."""
+    whose writes LangGraph sends again with more appended (each time a task has writes
+    stored already, a packed row costs a second statement: see `Statements.put_packed_writes`)."""
     return (
         len(channels) > 1 and task_id != NULL_TASK_ID
         and not any(channel in WRITES_IDX_MAP for channel in channels)
@@ -564,13 +597,28 @@ def packable(task_id: str, channels: Sequence[str], refs: Sequence[ObjectRef | N
 
 
 def unpack_writes(writes: Iterable[WriteRow]) -> list[WriteRow]:
-    """Rows as fetched, with each packed row turned back into its writes."""
-    out: list[WriteRow] = []
-    for task_id, channel, path, idx, type_, data in writes:
+    """Rows as fetched, with each packed row turned back into its writes.
+
+    A packed row is only written for a task with no writes at that checkpoint yet, so
+    its writes came first: where a row of the same task has the same index (two re-runs
+    that raced, or a row written before packed rows named the indexes they hold), the
+    packed write is the one kept, as a first write is kept by the official saver.
+    """
+    packed: list[WriteRow] = []
+    plain: list[WriteRow] = []
+    for task_id, channel, path, idx, type_, data in sorted(writes, key=lambda w: w[3]):
         if type_ == PACKED_WRITES_TYPE:
-            out.extend((task_id, ch, path, i, t, d) for i, ch, t, d in ormsgpack.unpackb(data))
+            packed.extend((task_id, ch, path, i, t, d) for i, ch, t, d in ormsgpack.unpackb(data))
         else:
-            out.append((task_id, channel, path, idx, type_, data))
+            plain.append((task_id, channel, path, idx, type_, data))
+    if not packed:
+        return plain
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for write in packed + plain:
+        if (write[0], write[3]) not in seen:
+            seen.add((write[0], write[3]))
+            out.append(write)
     return out
 
 

@@ -227,8 +227,7 @@ class DurablePostgresSaver(SaverCore):
         key = self._parent_key(config)
         self._writes_in_flight.begin(key)
         try:
-            if query := self._put_writes_query(config, writes, task_id, task_path):
-                self._execute(query)
+            self._run(self._put_writes_plan(config, writes, task_id, task_path))
         finally:
             self._writes_in_flight.end(key)
 

@@ -153,7 +153,36 @@ FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b:
             %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[],
             %(write_item_versions)b::text[])
     AS w(idx, channel, type, value, object_key, object_sha256, object_size, item_version)
+{self._not_packed_already()}
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING"""
+
+    def _task_writes(self, alias: str) -> str:
+        """The rows of this put_writes' task at its checkpoint (a primary-key range)."""
+        return f"""{self.q}.checkpoint_writes {alias}
+    WHERE {alias}.thread_id = %(thread_id)s AND {alias}.checkpoint_ns = %(checkpoint_ns)s
+      AND {alias}.checkpoint_id = %(checkpoint_id)s AND {alias}.task_id = %(task_id)s"""
+
+    def _not_packed_already(self) -> str:
+        """Skips the writes a packed row of the task holds already (indexes 0 to its own):
+        as with a row per write, the first write at an index is the one kept."""
+        return f"""WHERE w.idx < 0 OR w.idx > coalesce((
+    SELECT max(p.idx) FROM {self._task_writes("p")} AND p.type = %(packed_type)s), -1)"""
+
+    def put_packed_writes(self, *, items: bool) -> str:
+        """A task's writes as one row, for a task that has no writes at the checkpoint yet;
+        returns a row when it stored it. For a task re-run (or a retry) it stores nothing,
+        and the caller sends `put_writes`, a row per write, which keeps the first write at
+        each index and adds the rest, as the official saver's row per write does."""
+        s = self.q
+        with_items = f"WITH stored_items AS (\n{self._insert_items()}\n)\n" if items else ""
+        return f"""
+{with_items}INSERT INTO {s}.checkpoint_writes (
+    thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value, item_version)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
+       %(packed_idx)s, %(packed_channel)s, %(packed_type)s, %(packed_value)b, %(packed_item_version)s
+WHERE NOT EXISTS (SELECT 1 FROM {self._task_writes("t")} AND t.idx >= 0)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
+RETURNING 1"""
 
     def put_writes(self, *, replace: bool, offloaded: bool = True) -> str:
         """Insert a task's writes; `replace` (special channels only) overwrites a retry's rows;
@@ -165,6 +194,8 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING""
             if replace
             else "DO NOTHING"
         )
+        # Special channels have indexes below 0, which a packed row never holds.
+        skip = "" if replace else self._not_packed_already() + "\n"
         if not offloaded:
             return f"""
 INSERT INTO {self.q}.checkpoint_writes (
@@ -173,7 +204,7 @@ SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_
        w.idx, w.channel, w.type, w.value
 FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b::bytea[])
     AS w(idx, channel, type, value)
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict.split(", object_key")[0]}"""
+{skip}ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict.split(", object_key")[0]}"""
         return f"""
 INSERT INTO {self.q}.checkpoint_writes (
     thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value,
@@ -183,7 +214,7 @@ SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_
 FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b::bytea[],
             %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[])
     AS w(idx, channel, type, value, object_key, object_sha256, object_size)
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"""
+{skip}ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"""
 
     # -- reads ----------------------------------------------------------------
 

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import ormsgpack
 import psycopg
 import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from psycopg import errors as pg_errors
 from psycopg_pool import PoolClosed
 
 from langgraph_pg_durable import DatabaseUnavailableError, RetryPolicy
 from langgraph_pg_durable.retry import Attempts, is_transient
-from langgraph_pg_durable.rows import metadata_contains, next_version
+from langgraph_pg_durable.offload import Placement
+from langgraph_pg_durable.rows import (
+    PACKED_WRITES_TYPE,
+    metadata_contains,
+    next_version,
+    put_writes_params,
+    unpack_writes,
+)
 
 
 def test_versions_increase_and_accept_the_framework_defaults() -> None:
@@ -89,3 +98,29 @@ def test_the_list_memory_is_bounded_by_the_items_its_states_reference() -> None:
     assert memory.locations == 5000 and [s.version for _, s in memory.recent("t", "")] == ["huge"]
     memory.forget("t", "")
     assert memory.locations == 0
+
+
+def test_a_packed_row_is_tried_first_and_names_the_indexes_it_holds() -> None:
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c"}}
+    placement = Placement(threshold=0, prefix="p", enabled=False)
+    built = put_writes_params(JsonPlusSerializer(), config, [("a", 1), ("b", 2), ("c", 3)], "task", "", placement)
+    assert built.packed is not None and built.packed["packed_idx"] == 2  # the row holds indexes 0 to 2
+    assert list(built.params["idx"]) == [0, 1, 2]  # and each write on its own, for a task re-run
+    single = put_writes_params(JsonPlusSerializer(), config, [("a", 1)], "task", "", placement)
+    assert single.packed is None
+
+
+def test_the_first_write_at_an_index_is_the_one_read_back() -> None:
+    packed = ormsgpack.packb([[0, "a", "msgpack", b"first-a"], [1, "b", "msgpack", b"first-b"]])
+    rows = [
+        ("task", "a", "", 0, "msgpack", b"plain-a"),  # raced a packed row of the same task
+        ("task", "a", "", 1, PACKED_WRITES_TYPE, packed),
+        ("task", "c", "", 2, "msgpack", b"new-c"),
+        ("other", "a", "", 0, "msgpack", b"other-a"),
+    ]
+    assert sorted(unpack_writes(rows)) == [
+        ("other", "a", "", 0, "msgpack", b"other-a"),
+        ("task", "a", "", 0, "msgpack", b"first-a"),
+        ("task", "b", "", 1, "msgpack", b"first-b"),
+        ("task", "c", "", 2, "msgpack", b"new-c"),
+    ]

@@ -293,9 +293,9 @@ def test_a_put_that_outruns_the_pending_write_stores_the_items_itself(pg_dsn: st
         history.put(["first"])
         parent = history.head[1]["id"]
         # The writes' items are offered (as put_writes does before it is sent) but never stored.
-        params, *_, offers = rows.put_writes_params(
+        built = rows.put_writes_params(
             saver.serde, history.head[0], [("items", ["second"])], "task", "", saver.placement, saver.lists)
-        for channel, offered in offers:
+        for channel, offered in built.offers:
             saver.lists.memory.offer("outrun", "", parent, channel, offered)
         history.put(["first", "second"])
     check_every_checkpoint(pg_dsn, schema_name, "outrun", history.expected, saver.serde)
