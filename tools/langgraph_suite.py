@@ -1,0 +1,162 @@
+"""Run LangGraph's own checkpointer tests against our savers, on a real PostgreSQL server.
+
+Takes the sdist of the installed langgraph from the package index, extracts its
+`tests/`, makes our savers the implementation of its `sync_checkpointer` and
+`async_checkpointer` fixtures (see `langgraph_suite_fixtures.py`), and runs every
+test that takes one of them (see `langgraph_suite_plugin.py`), once per pool flavour:
+
+    python tools/langgraph_suite.py                  # both flavours, every test
+    python tools/langgraph_suite.py --pool docs      # the official docs' pool only
+    python tools/langgraph_suite.py -- -k time_travel  # extra pytest arguments
+
+Nothing of those tests is skipped, deselected or xfailed by us. Exits 1 on any
+failure or error, or when no test ran. `$LANGGRAPH_PG_DURABLE_TEST_DSN` names a
+server to use; otherwise one is started as for our own tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import uuid
+from importlib.metadata import version
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ROOT / "tools"
+FLAVOURS = ("docs", "tuple")
+FIXTURE_NAMES = ("sync_checkpointer", "async_checkpointer")
+CONFTEST_HOOK = (
+    "\n\n# Added by langgraph-pg-durable's tools/langgraph_suite.py: our savers are the checkpointers.\n"
+    "from langgraph_suite_fixtures import async_checkpointer, sync_checkpointer  # noqa: E402,F401\n"
+)
+
+
+def fetch_sdist(package_version: str, cache: Path) -> Path:
+    """The langgraph sdist of that version, downloaded once into `cache`."""
+    cache.mkdir(parents=True, exist_ok=True)
+    found = sorted(cache.glob(f"langgraph-{package_version}.tar.gz"))
+    if found:
+        return found[0]
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+         f"langgraph=={package_version}", "-d", str(cache)],
+        check=True,
+    )
+    found = sorted(cache.glob(f"langgraph-{package_version}.tar.gz"))
+    if not found:
+        raise SystemExit(f"pip download gave no langgraph-{package_version}.tar.gz in {cache}")
+    return found[0]
+
+
+def extract_tests(sdist: Path, work: Path) -> Path:
+    """The sdist's `tests/` and `pyproject.toml` (its pytest options) in a fresh `work`."""
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    with tarfile.open(sdist) as archive:
+        top = archive.getnames()[0].split("/", 1)[0]
+        members = [
+            m for m in archive.getmembers()
+            if m.name.startswith(f"{top}/tests/") or m.name == f"{top}/pyproject.toml"
+        ]
+        archive.extractall(work, members=members, filter="data")
+    root = work / top
+    conftest = root / "tests" / "conftest.py"
+    conftest.write_text(conftest.read_text("utf-8") + CONFTEST_HOOK, "utf-8")
+    return root
+
+
+def test_files(root: Path) -> list[str]:
+    """The test modules that name a checkpointer fixture (the plugin keeps their tests that take one)."""
+    return sorted(
+        str(path.relative_to(root))
+        for path in (root / "tests").glob("test_*.py")
+        if any(name in path.read_text("utf-8") for name in FIXTURE_NAMES)
+    )
+
+
+def run_flavour(root: Path, files: list[str], dsn: str, flavour: str, extra: list[str]) -> dict:
+    """One pytest run of the files with one pool flavour; its outcome counts."""
+    counts_file = Path(tempfile.mkstemp(prefix=f"lgpd-suite-{flavour}-", suffix=".json")[1])
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(TOOLS), os.environ.get("PYTHONPATH")])),
+        "NO_DOCKER": "true",  # LangGraph's other fixtures then use in-memory stores and caches
+        "LGPD_SUITE_DSN": dsn,
+        "LGPD_SUITE_POOL": flavour,
+        "LGPD_SUITE_COUNTS": str(counts_file),
+    }
+    command = [
+        sys.executable, "-m", "pytest", "-p", "langgraph_suite_plugin",
+        "-p", "no:asyncio",  # LangGraph's tests run on anyio; pytest-asyncio is ours, not theirs
+        "-p", "no:cacheprovider", "-q", "--no-header", "-o", "console_output_style=classic",
+        *files, *extra,
+    ]
+    print(f"langgraph suite ({flavour} pool): {' '.join(command[1:])}", flush=True)
+    start = time.perf_counter()
+    subprocess.run(command, cwd=root, env=env)
+    seconds = time.perf_counter() - start
+    try:
+        counts = json.loads(counts_file.read_text("utf-8") or "{}")
+    finally:
+        counts_file.unlink(missing_ok=True)
+    counts["seconds"] = seconds
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pool", choices=(*FLAVOURS, "both"), default="both")
+    parser.add_argument("--cache", type=Path, default=ROOT / ".langgraph-suite",
+                        help="where the sdist is kept and its tests extracted (default: %(default)s)")
+    parser.add_argument("pytest_args", nargs="*", help="more pytest arguments, after --")
+    args = parser.parse_args(argv)
+
+    langgraph_version = version("langgraph")
+    sdist = fetch_sdist(langgraph_version, args.cache)
+    root = extract_tests(sdist, args.cache / "work")
+    files = test_files(root)
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from pg_server import start_pg_server  # noqa: E402 - our tests' server helper
+
+    server = start_pg_server()
+    database = f"lgpd_suite_{uuid.uuid4().hex[:8]}"
+    try:
+        dsn = server.create_database(database)
+        flavours = FLAVOURS if args.pool == "both" else (args.pool,)
+        results = {flavour: run_flavour(root, files, dsn, flavour, args.pytest_args) for flavour in flavours}
+    finally:
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database)))
+        server.stop()
+
+    failed = False
+    print(f"\nLangGraph {langgraph_version}'s checkpointer tests against langgraph-pg-durable:")
+    for flavour, counts in results.items():
+        bad = counts.get("failed", 0) + counts.get("error", 0)
+        ran = counts.get("passed", 0) + bad
+        print(f"  {flavour} pool: {counts.get('passed', 0)} passed, {counts.get('failed', 0)} failed, "
+              f"{counts.get('error', 0)} errors, {counts.get('skipped', 0)} skipped by LangGraph, "
+              f"{counts.get('xfailed', 0)} xfailed by LangGraph, of {counts.get('collected', 0)} "
+              f"({counts['seconds']:.0f} s)")
+        failed |= bad > 0 or ran == 0 or counts.get("exitstatus", 1) != 0
+    passed = sum(c.get("passed", 0) for c in results.values())
+    failures = sum(c.get("failed", 0) + c.get("error", 0) for c in results.values())
+    print(f"langgraph-suite: {passed} passed, {failures} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Our savers as the `sync_checkpointer` / `async_checkpointer` of LangGraph's own tests.
+
+`tools/langgraph_suite.py` imports this at the end of the extracted `tests/conftest.py`,
+so these fixtures replace LangGraph's (one parameter each: our saver) and every test
+that takes them runs against a fresh schema on a real PostgreSQL server.
+
+Environment: `LGPD_SUITE_DSN` (the server), `LGPD_SUITE_POOL` (`docs`: the pool the
+official saver's documentation prescribes, `dict_row` and `prepare_threshold=0`;
+`tuple`: a plain autocommit pool with psycopg's defaults).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
+
+POOL_KWARGS: dict[str, dict[str, Any]] = {
+    "docs": {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+    "tuple": {"autocommit": True},
+}
+
+
+def _dsn() -> str:
+    return os.environ["LGPD_SUITE_DSN"]
+
+
+def _pool_kwargs() -> dict[str, Any]:
+    flavour = os.environ.get("LGPD_SUITE_POOL", "docs")
+    if flavour not in POOL_KWARGS:
+        raise RuntimeError(f"LGPD_SUITE_POOL must be one of {sorted(POOL_KWARGS)}, got {flavour!r}")
+    return POOL_KWARGS[flavour]
+
+
+def _schema() -> str:
+    return f"lgsuite_{secrets.token_hex(8)}"  # not uuid4: some tests patch it
+
+
+def _drop(schema: str) -> None:
+    with psycopg.connect(_dsn(), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture(scope="function", params=["durable"])
+def sync_checkpointer(request: pytest.FixtureRequest) -> Iterator[DurablePostgresSaver]:
+    schema = _schema()
+    try:
+        with ConnectionPool(_dsn(), max_size=10, kwargs=_pool_kwargs()) as pool:
+            saver = DurablePostgresSaver(pool, schema=schema)
+            saver.setup()
+            yield saver
+    finally:
+        _drop(schema)
+
+
+@pytest.fixture(scope="function", params=["durable_aio"])
+async def async_checkpointer(request: pytest.FixtureRequest) -> AsyncIterator[AsyncDurablePostgresSaver]:
+    schema = _schema()
+    try:
+        async with AsyncConnectionPool(_dsn(), max_size=10, kwargs=_pool_kwargs(), open=False) as pool:
+            saver = AsyncDurablePostgresSaver(pool, schema=schema)
+            await saver.setup()
+            yield saver
+    finally:
+        _drop(schema)
