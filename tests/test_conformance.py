@@ -10,6 +10,8 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import Capability
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
 
@@ -78,6 +80,32 @@ async def test_sync_saver_passes_every_group(pg_dsn: str, schema_name: str) -> N
     @checkpointer_test(name="DurablePostgresSaver")
     async def factory():
         with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+            saver.setup()
+            yield SyncSaverAsAsync(saver)
+
+    assert_every_group_passed(await validate(factory))
+
+
+# The pool the official saver's documentation prescribes, which users switching over bring.
+DOCS_POOL_KWARGS = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+
+
+async def test_async_saver_on_the_official_docs_pool_passes_every_group(pg_dsn: str, schema_name: str) -> None:
+    @checkpointer_test(name="AsyncDurablePostgresSaver(dict_row, prepare_threshold=0 pool)")
+    async def factory():
+        async with AsyncConnectionPool(pg_dsn, max_size=10, kwargs=DOCS_POOL_KWARGS, open=False) as pool:
+            saver = AsyncDurablePostgresSaver(pool, schema=schema_name)
+            await saver.setup()
+            yield saver
+
+    assert_every_group_passed(await validate(factory))
+
+
+async def test_sync_saver_on_the_official_docs_pool_passes_every_group(pg_dsn: str, schema_name: str) -> None:
+    @checkpointer_test(name="DurablePostgresSaver(dict_row, prepare_threshold=0 pool)")
+    async def factory():
+        with ConnectionPool(pg_dsn, max_size=10, kwargs=DOCS_POOL_KWARGS) as pool:
+            saver = DurablePostgresSaver(pool, schema=schema_name)
             saver.setup()
             yield SyncSaverAsAsync(saver)
 
