@@ -36,6 +36,13 @@ def _checkpoint(saver: Any, values: dict[str, Any], parent: dict[str, Any] | Non
     return checkpoint, new
 
 
+def _first_checkpoint(saver: Any, thread_id: str = "t", values: dict[str, Any] | None = None) -> dict:
+    """Put one checkpoint on a new thread with a sync saver; returns its config."""
+    checkpoint, new = _checkpoint(saver, values or {"log": [0]})
+    return saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint,
+                     {"source": "loop", "step": 0}, new)
+
+
 def _three_steps(saver: Any, thread_id: str) -> list[dict]:
     """Three checkpoints, each with writes; returns the configs put() gave."""
     config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
@@ -165,9 +172,7 @@ def _official_writes(pg_dsn: str, schema: str, calls: Sequence[tuple[str, list]]
                          options=f"-c search_path={schema}") as conn:
         official = PostgresSaver(conn)
         official.setup()
-        checkpoint, new = _checkpoint(official, {"log": [0]})
-        config = official.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint,
-                              {"source": "loop", "step": 0}, new)
+        config = _first_checkpoint(official)
         for task_id, writes in calls:
             official.put_writes(config, writes, task_id)
         return official.get_tuple(config).pending_writes
@@ -185,9 +190,7 @@ def test_writes_sent_again_keep_what_the_official_saver_keeps(pg_dsn: str, schem
     try:
         with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
             saver.setup()
-            checkpoint, new = _checkpoint(saver, {"log": [0]})
-            config = saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint,
-                               {"source": "loop", "step": 0}, new)
+            config = _first_checkpoint(saver)
             for task_id, writes in calls:
                 saver.put_writes(config, writes, task_id)
             rows = _write_rows(pg_dsn, schema_name)
@@ -222,9 +225,7 @@ def test_a_rerun_that_writes_a_list_as_items_keeps_the_first_write(pg_dsn: str, 
     same index is not the one kept, and its new channel's write is."""
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=8, list_min_bytes=0) as saver:
         saver.setup()
-        checkpoint, new = _checkpoint(saver, {"items": [f"item-{i}" for i in range(20)]})
-        config = saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint,
-                           {"source": "loop", "step": 0}, new)
+        config = _first_checkpoint(saver, values={"items": [f"item-{i}" for i in range(20)]})
         saver.put_writes(config, [("items", ["first"]), ("log", 1)], "task")
         saver.put_writes(config, [("items", ["second"]), ("log", 2), ("extra", 2)], "task")
         got = saver.get_tuple(config).pending_writes
@@ -239,9 +240,7 @@ def test_writes_of_a_pooled_saver_on_a_thread_named_freely(pg_dsn: str, schema_n
     with ConnectionPool(pg_dsn, min_size=1, max_size=2, kwargs=POOLS["docs"], open=True) as pool:
         saver = DurablePostgresSaver(pool, schema=schema_name)
         saver.setup()
-        checkpoint, new = _checkpoint(saver, {"log": [0]})
-        config = saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint,
-                           {"source": "loop", "step": 0}, new)
+        config = _first_checkpoint(saver, thread_id)
         saver.put_writes(config, [("ch'an", 1), ("ch\"an", 2)], "tâsk'")
         saver.put_writes(config, [("ch'an", 3), ("ch\"an", 4), ("nouveau", 5)], "tâsk'")
         got = saver.get_tuple(config).pending_writes
