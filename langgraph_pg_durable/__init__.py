@@ -10,6 +10,7 @@ from .errors import (
     ObjectStoreError,
     SchemaVersionError,
     SerializationError,
+    StatementError,
 )
 from .retry import RetryPolicy
 from .saver import DurablePostgresSaver
@@ -26,6 +27,7 @@ __all__ = [
     "RetryPolicy",
     "SchemaVersionError",
     "SerializationError",
+    "StatementError",
 ]
 
 __version__ = "0.1.0"

@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+SHOWN_CHARS = 120  # of an id or a value quoted in a message
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """`repr(value)`, cut to `limit` characters: a message names the culprit without
+    repeating a megabyte of it."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
 
 class DurableCheckpointError(Exception):
     """Base class of every error raised by langgraph-pg-durable."""
@@ -21,6 +32,17 @@ class SchemaVersionError(DurableCheckpointError):
 
 class DatabaseUnavailableError(DurableCheckpointError):
     """Transient database errors persisted past the retry deadline."""
+
+
+class StatementError(DurableCheckpointError):
+    """The database refused a statement with a permanent error, which is not retried.
+
+    `sqlstate` is the server's code; the psycopg error is the `__cause__`.
+    """
+
+    def __init__(self, message: str, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
 
 
 class ObjectStoreError(DurableCheckpointError):
