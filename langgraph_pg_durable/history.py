@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from .errors import shown
 from . import lists as list_layout
 from .arrays import TextArray
 from .offload import ObjectRef, references
@@ -168,13 +169,13 @@ class HistoryScan:
             part, thread_id, ns, checkpoint_id, a, b, _, n = detail_rows[i][:8]
             if part == "v":
                 checkpoint_id = holder.get((thread_id, ns, a, b))
-                what = f"channel {a!r} (version {b!r})"
+                what = f"channel {shown(a)} (version {shown(b)})"
             elif part in ("i", "l"):
                 checkpoint_id = None
-                what = f"item {n} of channel {a!r} (version {b!r})" if part == "i" else f"channel {a!r} (version {b!r})"
+                what = f"item {n} of channel {shown(a)} (version {shown(b)})" if part == "i" else f"channel {shown(a)} (version {shown(b)})"
             else:
-                what = f"pending write of task {a!r} to channel {b!r}"
-            out.append((ref, f"thread {thread_id!r}, checkpoint {checkpoint_id!r}, {what}"))
+                what = f"pending write of task {shown(a)} to channel {shown(b)}"
+            out.append((ref, f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, {what}"))
         return out
 
     def tuples(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[CheckpointTuple]:
@@ -203,7 +204,7 @@ class HistoryScan:
             restored = list_layout.restore(
                 self.serde, load_value, wanted=keys, rows=list_rows.get((thread_id, ns), {}),
                 raw_items=raw_items.get((thread_id, ns), {}),
-                where=lambda ch, v, t=thread_id: f"thread {t!r}, channel {ch!r} (version {v!r})",
+                where=lambda ch, v, t=thread_id: f"thread {shown(t)}, channel {shown(ch)} (version {shown(v)})",
                 decoded=self.items.setdefault((thread_id, ns), {}),
             )
             for (channel, version), (value, _state) in restored.items():
@@ -217,7 +218,7 @@ class HistoryScan:
                 decoded = lanes_decoded[(thread_id, ns)]
                 writes[(thread_id, ns, checkpoint_id)] = resolve_writes(
                     self.serde, lane_writes, lambda channel, decoded=decoded: decoded.get(channel, {}), decoded=True,
-                    where=lambda w, t=thread_id, c=checkpoint_id: f"thread {t!r}, checkpoint {c!r}, write of task {w[0]!r} to channel {w[1]!r}",
+                    where=lambda w, t=thread_id, c=checkpoint_id: f"thread {shown(t)}, checkpoint {shown(c)}, write of task {shown(w[0])} to channel {shown(w[1])}",
                 )
         # Keep what this page used: the next (older) page mostly holds the same versions.
         known = {**self.values, **fresh}

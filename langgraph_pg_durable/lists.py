@@ -35,7 +35,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from .errors import ListIntegrityError
+from .errors import ListIntegrityError, shown
 from .offload import ObjectRef, Placement, Upload
 
 T = TypeVar("T")
@@ -344,13 +344,13 @@ def locate(version: str, rows: Mapping[str, StoredList], *, where: str) -> list[
     """
     row = rows.get(version)
     if row is None:
-        raise ListIntegrityError(f"{where}: the list row of version {version!r} is missing")
+        raise ListIntegrityError(f"{where}: the list row of version {shown(version)} is missing")
     segments: list[Segment] = []
     for link in row.chain:
         linked = rows.get(link)
         if linked is None:
             raise ListIntegrityError(
-                f"{where}: version {version!r} appends to version {link!r}, whose row is missing "
+                f"{where}: version {shown(version)} appends to version {shown(link)}, whose row is missing "
                 "(pruned or deleted elsewhere?)"
             )
         segments.extend(linked.segments)
@@ -364,7 +364,7 @@ def pick(items: Mapping[Location, T], locations: Sequence[Location], *, where: s
         return [items[location] for location in locations]
     except KeyError as missing:
         item_version, idx = missing.args[0]
-        raise ListIntegrityError(f"{where}: item {idx} of version {item_version!r} is missing") from None
+        raise ListIntegrityError(f"{where}: item {idx} of version {shown(item_version)} is missing") from None
 
 
 DEFAULT_MIN_BYTES = 4096
@@ -439,7 +439,7 @@ def rebuild(
         found = [raw_items[(channel, version)][idx] for version, idx in state.locations]
     except KeyError:
         missing = next(loc for loc in state.locations if loc[1] not in raw_items.get((channel, loc[0]), {}))
-        raise ListIntegrityError(f"{where}: item {missing[1]} of version {missing[0]!r} is missing") from None
+        raise ListIntegrityError(f"{where}: item {missing[1]} of version {shown(missing[0])} is missing") from None
     return _decode_all(serde, load, found)
 
 

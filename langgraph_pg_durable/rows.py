@@ -29,7 +29,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .arrays import ByteaArray, Int4Array, Int8Array, TextArray
-from .errors import ConfigError, SerializationError
+from .errors import ConfigError, SerializationError, shown
 from . import lists as list_layout
 from .lists import ItemRow, ListPolicy, ListState
 from .offload import ObjectRef, Placement, Upload, references
@@ -73,7 +73,7 @@ def require_text(value: Any, what: str) -> str:
     """A value that must go in a text column: no NUL, which PostgreSQL text cannot hold."""
     text = value if isinstance(value, str) else str(value)
     if "\x00" in text:
-        raise ConfigError(f"{what} {text!r} contains a NUL character, which PostgreSQL text cannot store")
+        raise ConfigError(f"{what} {shown(text)} contains a NUL character, which PostgreSQL text cannot store")
     return text
 
 
@@ -130,7 +130,7 @@ def next_version(current: str | int | float | None) -> str:
     else:
         number = 0 if current is None else int(current)
     if number + 1 >= 16**VERSION_DIGITS:
-        raise ValueError(f"version {current!r} is the last one a channel can have")
+        raise ValueError(f"version {shown(current)} is the last one a channel can have")
     tail = base64.urlsafe_b64encode(random.getrandbits(64).to_bytes(8, "big")).rstrip(b"=").decode()
     return f"{number + 1:0{VERSION_DIGITS}x}.{tail}"
 
@@ -176,7 +176,7 @@ def dump_value(serde: SerializerProtocol, value: Any, *, channel: str, where: st
         return serde.dumps_typed(value)
     except Exception as exc:
         raise SerializationError(
-            f"cannot serialize the value of channel {channel!r} ({where}): "
+            f"cannot serialize the value of channel {shown(channel)} ({where}): "
             f"{type(exc).__name__}: {exc}"
         ) from exc
 
@@ -292,7 +292,7 @@ def put_params(
     first, and the list versions it stores (for the writer's memory)."""
     key = parse_config(config)
     checkpoint_id = require_text(checkpoint["id"], "checkpoint id")
-    where = f"thread {key.thread_id!r}, checkpoint {checkpoint_id!r}"
+    where = f"thread {shown(key.thread_id)}, checkpoint {shown(checkpoint_id)}"
     values = checkpoint["channel_values"]
 
     channels, versions, types, blobs = [], [], [], []
@@ -309,8 +309,8 @@ def put_params(
         if channel not in values or channel in inline_values:
             continue
         channel = require_text(channel, "channel")
-        version = require_text(version, f"version of channel {channel!r}")
-        what = f"{where}, channel {channel!r}"
+        version = require_text(version, f"version of channel {shown(channel)}")
+        what = f"{where}, channel {shown(channel)}"
         value = values[channel]
         layout = list_layout.usable(value, version, lists.snapshot_every)
         base = (
@@ -354,7 +354,7 @@ def put_params(
     missing = [ch for ch, version in held if version is None]
     if missing:
         raise ConfigError(
-            f"channel {missing[0]!r} has a value but no entry in channel_versions ({where})"
+            f"channel {shown(missing[0])} has a value but no entry in channel_versions ({where})"
         )
     # The id is the row's checkpoint_id column; build_tuple puts it back.
     body = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}
@@ -364,7 +364,7 @@ def put_params(
     try:
         body_json = dump_json(body)
     except (TypeError, ValueError) as exc:
-        raise SerializationError(f"checkpoint {checkpoint_id!r} of thread {key.thread_id!r} is not JSON: {exc}") from exc
+        raise SerializationError(f"checkpoint {shown(checkpoint_id)} of thread {shown(key.thread_id)} is not JSON: {exc}") from exc
 
     stored_metadata = merge_metadata(config, metadata)
     metadata_json, metadata_exact = dump_metadata(serde, stored_metadata)
@@ -464,14 +464,14 @@ def put_writes_params(
     delta uses them rather than storing them again.
     """
     key = parse_config(config, need_checkpoint_id=True)
-    where = f"thread {key.thread_id!r}, checkpoint {key.checkpoint_id!r}, task {task_id!r}"
+    where = f"thread {shown(key.thread_id)}, checkpoint {shown(key.checkpoint_id)}, task {shown(task_id)}"
     idx, channels, types, blobs, item_keys = [], [], [], [], []
     refs: list[ObjectRef | None] = []
     uploads: list[Upload] = []
     items: list[ItemRow] = []
     offers: list[tuple[str, list[tuple[bytes, list_layout.Location]]]] = []
     for i, (channel, value) in enumerate(writes):
-        what = f"{where}, write to channel {channel!r}"
+        what = f"{where}, write to channel {shown(channel)}"
         idx.append(WRITES_IDX_MAP.get(channel, i))
         channels.append(require_text(channel, "channel"))
         if (
@@ -701,12 +701,12 @@ def get_tuple_references(key: CheckpointKey, rows: Sequence[Sequence[Any]]) -> l
     for i, ref in references(rows):
         part, a, b, _, n = rows[i][:5]
         if part == "w":
-            what = f"pending write of task {a!r} to channel {b!r}"
+            what = f"pending write of task {shown(a)} to channel {shown(b)}"
         elif part == "i":
-            what = f"item {n} of channel {a!r} (version {b!r})"
+            what = f"item {n} of channel {shown(a)} (version {shown(b)})"
         else:
-            what = f"channel {a!r} (version {b!r})"
-        out.append((ref, f"thread {key.thread_id!r}, checkpoint {checkpoint_id!r}, {what}"))
+            what = f"channel {shown(a)} (version {shown(b)})"
+        out.append((ref, f"thread {shown(key.thread_id)}, checkpoint {shown(checkpoint_id)}, {what}"))
     return out
 
 
@@ -747,7 +747,7 @@ def tuple_from_union(
         return None, [], fetched
 
     def where(ch: str, v: str) -> str:
-        return f"thread {key.thread_id!r}, checkpoint {row.checkpoint_id!r}, channel {ch!r}"
+        return f"thread {shown(key.thread_id)}, checkpoint {shown(row.checkpoint_id)}, channel {shown(ch)}"
 
     raw_items = {**(held or {}), **fetched}
     for channel, version in [k for k in wanted if k in (known or {})]:
@@ -770,6 +770,6 @@ def tuple_from_union(
             by_channel.setdefault(channel, {}).update(((version, idx), raw) for idx, raw in group.items())
         writes = resolve_writes(
             serde, writes, lambda channel: by_channel.get(channel, {}), decoded=False,
-            where=lambda w: f"thread {key.thread_id!r}, checkpoint {row.checkpoint_id!r}, write of task {w[0]!r} to channel {w[1]!r}",
+            where=lambda w: f"thread {shown(key.thread_id)}, checkpoint {shown(row.checkpoint_id)}, write of task {shown(w[0])} to channel {shown(w[1])}",
         )
     return build_tuple(serde, row, values, writes), states, fetched

@@ -27,7 +27,7 @@ from psycopg_pool import ConnectionPool
 
 from . import schema as schema_sql
 from .core import GC_BATCH, Plan, Query, SaverCore, has_rows
-from .errors import DatabaseUnavailableError
+from .errors import DatabaseUnavailableError, shown
 from .inflight import WritesInFlight
 from .retry import Attempts, RetryPolicy
 from .schema import DEFAULT_SCHEMA, quote_schema
@@ -173,10 +173,10 @@ class DurablePostgresSaver(SaverCore):
                 cur.execute(schema_sql.current_version_sql(quoted))
                 current = (cur.fetchone())[0]  # type: ignore[index]
                 for migration in schema_sql.pending(self.schema, current):
-                    cur.execute(migration.sql(quoted), prepare=False)
+                    cur.execute(migration.sql(self.schema), prepare=False)
                     cur.execute(schema_sql.record_sql(quoted), (migration.version, migration.name))
 
-        attempts = Attempts(self.retry, f"setup of schema {self.schema!r}")
+        attempts = Attempts(self.retry, f"setup of schema {shown(self.schema)}")
         while True:
             try:
                 with self._connection() as conn:

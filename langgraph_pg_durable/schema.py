@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from .errors import ConfigError, SchemaVersionError
+from psycopg import sql
+
+from .errors import ConfigError, SchemaVersionError, shown
 
 DEFAULT_SCHEMA = "langgraph_durable"
 
@@ -23,8 +25,10 @@ class Migration:
     name: str
     template: str
 
-    def sql(self, quoted_schema: str) -> str:
-        return self.template.format(schema=quoted_schema)
+    def sql(self, schema: str) -> str:
+        """The step's SQL for `schema`: `{schema}` as an identifier, `{schema_literal}` as a
+        string literal (DO blocks build their statements with format('%I', ...))."""
+        return self.template.format(schema=quote_schema(schema), schema_literal=schema_literal(schema))
 
 
 @lru_cache(maxsize=1)
@@ -41,13 +45,31 @@ def migrations() -> tuple[Migration, ...]:
     return tuple(found)
 
 
+# A plain identifier: nothing in it can end a quoted name or a string literal, and the
+# whitespace/comment compaction of the hot statements (sql.compact) leaves it as it is.
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def validate_schema(schema: object) -> str:
+    """The schema name, if it is a plain PostgreSQL identifier; else ConfigError naming it."""
+    if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
+        raise ConfigError(
+            f"schema {shown(schema)} is not a plain PostgreSQL identifier: use letters, digits "
+            "and '_' (not a digit first), at most 63 characters"
+        )
+    if schema.lower().startswith("pg_"):
+        raise ConfigError(f"schema {shown(schema)} starts with 'pg_', which PostgreSQL reserves for system schemas")
+    return schema
+
+
 def quote_schema(schema: str) -> str:
-    """The schema name as a quoted SQL identifier; refuses names Postgres cannot hold."""
-    if not isinstance(schema, str) or not schema:
-        raise ConfigError(f"schema must be a non-empty string, got {schema!r}")
-    if "\x00" in schema or len(schema.encode()) > 63:
-        raise ConfigError(f"schema name {schema!r} is not a valid PostgreSQL identifier")
-    return '"' + schema.replace('"', '""') + '"'
+    """The schema name as a quoted SQL identifier (psycopg's quoting of a validated name)."""
+    return sql.Identifier(validate_schema(schema)).as_string()
+
+
+def schema_literal(schema: str) -> str:
+    """The schema name as a SQL string literal, for `format('%I', ...)` inside DO blocks."""
+    return sql.Literal(validate_schema(schema)).as_string()
 
 
 def advisory_lock_key(schema: str) -> int:
@@ -85,7 +107,7 @@ def pending(schema: str, current: int) -> tuple[Migration, ...]:
     known = migrations()
     if current > len(known):
         raise SchemaVersionError(
-            f"schema {schema!r} is at version {current}, created by a newer "
+            f"schema {shown(schema)} is at version {current}, created by a newer "
             f"langgraph-pg-durable; this version knows migrations up to {len(known)}. "
             "Upgrade langgraph-pg-durable; the schema was left unchanged."
         )
