@@ -23,12 +23,12 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import rows
-from .errors import ConfigError
+from .errors import ConfigError, shown
 from .delta_history import DeltaWalk, replay_ancestors
 from .history import HistoryScan
 from .lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ItemCache, ListMemory, ListPolicy, ListState
 from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, gc_cutoff, open_store
-from .offload import DEFAULT_THRESHOLD, ObjectRef, Placement, Upload, attach
+from .offload import DEFAULT_THRESHOLD, ObjectRef, Placement, Upload, attach, check_reference, validate_prefix
 from .retry import RetryPolicy
 from .arrays import TextArray
 from .rows import CheckpointRow
@@ -109,9 +109,9 @@ class SaverCore(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         quote_schema(schema)  # refuse a bad name before any I/O
         if not isinstance(offload_threshold, int) or offload_threshold < 0:
-            raise ConfigError(f"offload_threshold must be a whole number of bytes >= 0, got {offload_threshold!r}")
+            raise ConfigError(f"offload_threshold must be a whole number of bytes >= 0, got {shown(offload_threshold)}")
         if not isinstance(snapshot_every, int) or isinstance(snapshot_every, bool) or snapshot_every < 1:
-            raise ConfigError(f"snapshot_every must be a whole number >= 1 (1 keeps lists whole), got {snapshot_every!r}")
+            raise ConfigError(f"snapshot_every must be a whole number >= 1 (1 keeps lists whole), got {shown(snapshot_every)}")
         self.lists = ListPolicy(snapshot_every, ListMemory(), list_min_bytes)
         self.items = ItemCache(list_cache_bytes)
         store = open_store(object_store, object_store_options)
@@ -119,10 +119,11 @@ class SaverCore(BaseCheckpointSaver[str]):
             ObjectStorage(store, cache_bytes=object_cache_bytes, reuse_window=object_reuse_window)
             if store is not None else None
         )
-        # One prefix per schema by default: gc() treats every object under it as its own.
+        # One prefix per schema by default; gc() collects only keys of its own prefix's shape,
+        # so a saver whose prefix lies below another's keeps its objects.
         self.placement = Placement(
             threshold=offload_threshold,
-            prefix=object_prefix if object_prefix is not None else f"{schema}/objects",
+            prefix=validate_prefix(object_prefix if object_prefix is not None else f"{schema}/objects"),
             enabled=self.objects is not None,
         )
         self.schema = schema
@@ -164,7 +165,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             use_memory, use_offers and use_memory,
         )
         used_offers = bool(params["base_item_channels"])
-        where = f"put of checkpoint {params['checkpoint_id']!r} on thread {params['thread_id']!r}"
+        where = f"put of checkpoint {shown(params['checkpoint_id'])} on thread {shown(params['thread_id'])}"
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
         groups = rows.inline_item_groups(params)
 
@@ -202,7 +203,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             return
         built = rows.put_writes_params(self.serde, config, writes, task_id, task_path, self.placement, self.lists)
         params = built.params
-        where = f"put_writes of task {task_id!r} on thread {params['thread_id']!r}"
+        where = f"put_writes of task {shown(task_id)} on thread {shown(params['thread_id'])}"
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
         groups = rows.inline_item_groups(params) if built.has_items else {}
         # Offered now: the child's put waits for these writes (see inflight.py), and one
@@ -239,7 +240,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             if state.item_versions <= cached.get(channel, set())
         }
         return Query(
-            f"get_tuple on thread {key.thread_id!r}",
+            f"get_tuple on thread {shown(key.thread_id)}",
             self._get_sql[(key.checkpoint_id is not None, not held and not known)],
             rows.get_tuple_params(key, held, known),
             lambda fetched: self._restored(key, *rows.tuple_from_union(self.serde, key, fetched, held, known)),
@@ -309,11 +310,12 @@ class SaverCore(BaseCheckpointSaver[str]):
         if wanted and self.objects is None:
             ref, where = wanted[0]
             raise ConfigError(
-                f"{where}: the value is stored in an object store (key {ref.key!r}), "
+                f"{where}: the value is stored in an object store (key {shown(ref.key)}), "
                 "but this saver has no object_store configured"
             )
         memo = query.memo or {}
-        return [(ref, where) for ref, where in wanted if ref.key not in memo]
+        prefix = self.placement.prefix
+        return [(check_reference(prefix, ref, where), where) for ref, where in wanted if ref.key not in memo]
 
     def _attach_objects(self, query: Query[Any], fetched: Sequence[Any], payloads: Mapping[str, bytes]) -> Sequence[Any]:
         """The rows with their objects' bytes in place; remembers this statement's payloads."""
@@ -340,13 +342,13 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _delete_threads_query(self, thread_ids: Sequence[str]) -> Query[None]:
         ids = [rows.require_text(t, "thread_id") for t in thread_ids]
-        return Query(f"delete of threads {ids!r}", self.sql.delete_threads(), {"thread_ids": ids})
+        return Query(f"delete of threads {shown(ids)}", self.sql.delete_threads(), {"thread_ids": ids})
 
     def _run_lanes_query(self, run_ids: Sequence[str]) -> Query[set[tuple[str, str, str]]]:
         """delete_for_runs, first: the runs' checkpoints that surviving DeltaChannel ones replay."""
         ids = [rows.require_text(r, "run_id") for r in run_ids]
         return Query(
-            f"delete_for_runs {ids!r}",
+            f"delete_for_runs {shown(ids)}",
             self.sql.run_lanes(),
             {"run_ids": ids},
             lambda fetched: replay_ancestors([
@@ -358,34 +360,43 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _delete_for_runs_query(self, run_ids: Sequence[str], keep: set[tuple[str, str, str]]) -> Query[None]:
         ids = [rows.require_text(r, "run_id") for r in run_ids]
         params = {"run_ids": ids, **_keep_params(keep)}
-        return Query(f"delete_for_runs {ids!r}", self.sql.delete_for_runs(), params)
+        return Query(f"delete_for_runs {shown(ids)}", self.sql.delete_for_runs(), params)
 
     def _copy_thread_query(self, source_thread_id: str, target_thread_id: str) -> Query[None]:
         source = rows.require_text(source_thread_id, "source thread_id")
         target = rows.require_text(target_thread_id, "target thread_id")
         if source == target:
-            raise ConfigError(f"copy_thread needs two different threads, got {source!r} twice")
+            raise ConfigError(f"copy_thread needs two different threads, got {shown(source)} twice")
+        def copied(fetched: Sequence[Any]) -> None:
+            if fetched and fetched[0][0]:
+                raise ConfigError(
+                    f"copy_thread {shown(source)} -> {shown(target)}: thread {shown(target)} has checkpoints "
+                    "already, and a copy into it would replace its latest state; nothing was copied "
+                    "(delete_thread it first to replace it)"
+                )
+
         return Query(
-            f"copy_thread {source!r} -> {target!r}",
+            f"copy_thread {shown(source)} -> {shown(target)}",
             self.sql.copy_thread(),
             {"source": source, "target": target},
+            copied,
         )
 
     def _prune_query(
         self, thread_ids: Sequence[str], strategy: str, keep: Sequence[CheckpointRow] = ()
     ) -> Query[None]:
         if strategy not in PRUNE_STRATEGIES:
-            raise ConfigError(f"unknown prune strategy {strategy!r}; use one of {PRUNE_STRATEGIES}")
+            raise ConfigError(f"unknown prune strategy {shown(strategy)}; use one of {PRUNE_STRATEGIES}")
         if strategy == "delete":
             return self._delete_threads_query(thread_ids)
         ids = [rows.require_text(t, "thread_id") for t in thread_ids]
         params = {"thread_ids": ids, **_keep_params((r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in keep)}
-        return Query(f"prune of threads {ids!r}", self.sql.prune_keep_latest(), params)
+        return Query(f"prune of threads {shown(ids)}", self.sql.prune_keep_latest(), params)
 
     def _latest_rows_query(self, thread_ids: Sequence[str]) -> Query[list[CheckpointRow]]:
         ids = [rows.require_text(t, "thread_id") for t in thread_ids]
         return Query(
-            f"prune of threads {ids!r}",
+            f"prune of threads {shown(ids)}",
             self.sql.latest_checkpoints(),
             {"thread_ids": ids},
             lambda fetched: [CheckpointRow.from_row(r) for r in fetched],

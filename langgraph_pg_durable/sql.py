@@ -560,21 +560,25 @@ WHERE thread_id = ANY(%(thread_ids)s)
 ORDER BY thread_id, checkpoint_ns, checkpoint_id DESC"""
 
     def copy_thread(self) -> str:
+        """Copy every row of `source` to `target`, unless `target` has checkpoints already
+        (then nothing is written). Returns one row: whether the target was taken."""
         s = self.q
         return f"""
-WITH copied_values AS (
+WITH taken AS MATERIALIZED (
+    SELECT EXISTS (SELECT 1 FROM {s}.checkpoints WHERE thread_id = %(target)s) AS taken
+), copied_values AS (
     INSERT INTO {s}.channel_values (
         thread_id, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size,
         list_chain, item_versions)
     SELECT %(target)s, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size,
            list_chain, item_versions
-    FROM {s}.channel_values WHERE thread_id = %(source)s
+    FROM {s}.channel_values WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
 ), copied_items AS (
     INSERT INTO {s}.channel_items (
         thread_id, checkpoint_ns, channel, version, idx, type, value, object_key, object_sha256, object_size)
     SELECT %(target)s, checkpoint_ns, channel, version, idx, type, value, object_key, object_sha256, object_size
-    FROM {s}.channel_items WHERE thread_id = %(source)s
+    FROM {s}.channel_items WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version, idx) DO NOTHING
 ), copied_writes AS (
     INSERT INTO {s}.checkpoint_writes (
@@ -582,13 +586,15 @@ WITH copied_values AS (
         object_key, object_sha256, object_size, item_version)
     SELECT %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value,
            object_key, object_sha256, object_size, item_version
-    FROM {s}.checkpoint_writes WHERE thread_id = %(source)s
+    FROM {s}.checkpoint_writes WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
+), copied AS (
+    INSERT INTO {s}.checkpoints (
+        thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
+        checkpoint, value_channels, value_versions, metadata, metadata_exact)
+    SELECT %(target)s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
+           checkpoint, value_channels, value_versions, metadata, metadata_exact
+    FROM {s}.checkpoints WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING
 )
-INSERT INTO {s}.checkpoints (
-    thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
-    checkpoint, value_channels, value_versions, metadata, metadata_exact)
-SELECT %(target)s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
-       checkpoint, value_channels, value_versions, metadata, metadata_exact
-FROM {s}.checkpoints WHERE thread_id = %(source)s
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING"""
+SELECT taken FROM taken"""
