@@ -2,6 +2,7 @@
 
 from .aio import AsyncDurablePostgresSaver
 from .errors import (
+    CheckpointIntegrityError,
     ConfigError,
     DatabaseUnavailableError,
     DurableCheckpointError,
@@ -17,6 +18,7 @@ from .saver import DurablePostgresSaver
 
 __all__ = [
     "AsyncDurablePostgresSaver",
+    "CheckpointIntegrityError",
     "ConfigError",
     "DatabaseUnavailableError",
     "DurableCheckpointError",

@@ -57,5 +57,12 @@ class ObjectIntegrityError(DurableCheckpointError):
     """An offloaded value is missing from the object store, or its bytes do not match its SHA-256."""
 
 
-class ListIntegrityError(DurableCheckpointError):
+class CheckpointIntegrityError(DurableCheckpointError):
+    """A stored checkpoint cannot be read back whole: a row it needs is missing or malformed.
+
+    Raised instead of returning a state with a channel missing or a value changed.
+    """
+
+
+class ListIntegrityError(CheckpointIntegrityError):
     """A list stored as deltas cannot be rebuilt: a row of its chain or one of its items is missing."""

@@ -66,6 +66,9 @@ class HistoryScan:
         # the groups (thread, namespace, channel, version) they came in are not fetched again.
         self.items: dict[tuple[str, str], dict[str, dict[tuple[str, int], Any]]] = {}
         self.item_groups: set[tuple[str, str, str, str]] = set()
+        # By checkpoint id, the channels whose values a read fetched when it fetched only
+        # some (get_delta_channel_history's seeds); None: every value the rows hold.
+        self.required: dict[str, set[str]] | None = None
         self._requested = 0
 
         wheres: list[str] = []
@@ -228,7 +231,9 @@ class HistoryScan:
             if not self._passes_recheck(row):
                 continue
             values = {(k[2], k[3]): self.values[k] for k in row.value_keys if k in self.values}
-            out.append(build_tuple(self.serde, row, values, writes.get((row.thread_id, row.checkpoint_ns, row.checkpoint_id), ())))
+            required = None if self.required is None else self.required.get(row.checkpoint_id, set())
+            lane_writes = writes.get((row.thread_id, row.checkpoint_ns, row.checkpoint_id), ())
+            out.append(build_tuple(self.serde, row, values, lane_writes, required=required))
             if self.remaining is not None:
                 self.remaining -= 1
                 if self.remaining <= 0:

@@ -29,7 +29,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .arrays import ByteaArray, Int4Array, Int8Array, TextArray
-from .errors import ConfigError, SerializationError, shown
+from .errors import CheckpointIntegrityError, ConfigError, SerializationError, shown
 from . import lists as list_layout
 from .lists import ItemRow, ListPolicy, ListState
 from .offload import ObjectRef, Placement, Upload, references
@@ -649,12 +649,27 @@ def build_tuple(
     row: CheckpointRow,
     values: Mapping[tuple[str, str], Any],
     writes: Iterable[WriteRow],
+    *,
+    required: Iterable[str] | None = None,
 ) -> CheckpointTuple:
-    """A CheckpointTuple from its row, its decoded values by (channel, version), its writes."""
+    """A CheckpointTuple from its row, its decoded values by (channel, version), its writes.
+
+    Every value the row holds must be among `values` (or, for a read that fetched only
+    some, those of the `required` channels): a missing one is an integrity error.
+    """
     channel_values = load_inline(serde, row.body.get("channel_values"))
+    needed = None if required is None else set(required)
     for channel, version in zip(row.value_channels, row.value_versions):
-        if (channel, version) in values:
+        try:
             channel_values[channel] = values[(channel, version)]
+        except KeyError:
+            if needed is not None and channel not in needed:
+                continue
+            raise CheckpointIntegrityError(
+                f"thread {shown(row.thread_id)}, checkpoint {shown(row.checkpoint_id)}: channel {shown(channel)} "
+                f"holds version {shown(version)}, whose value is not stored (its row was deleted, or the put "
+                "that wrote this checkpoint raced a delete); the state would lack the channel"
+            ) from None
     checkpoint = {**row.body, "id": row.checkpoint_id, "channel_values": channel_values}
     ordered = sorted(writes, key=lambda w: writes_sort_key(w[2], w[0], w[3]))
     pending: list[PendingWrite] = [
