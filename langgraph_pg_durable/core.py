@@ -341,12 +341,12 @@ class SaverCore(BaseCheckpointSaver[str]):
         return gc_cutoff(grace_period, self.objects.reuse_window)
 
     def _delete_threads_query(self, thread_ids: Sequence[str]) -> Query[None]:
-        ids = [rows.require_text(t, "thread_id") for t in thread_ids]
+        ids = [rows.id_text(t, "thread_id") for t in thread_ids]
         return Query(f"delete of threads {shown(ids)}", self.sql.delete_threads(), {"thread_ids": ids})
 
     def _run_lanes_query(self, run_ids: Sequence[str]) -> Query[set[tuple[str, str, str]]]:
         """delete_for_runs, first: the runs' checkpoints that surviving DeltaChannel ones replay."""
-        ids = [rows.require_text(r, "run_id") for r in run_ids]
+        ids = [rows.id_text(r, "run_id") for r in run_ids]
         return Query(
             f"delete_for_runs {shown(ids)}",
             self.sql.run_lanes(),
@@ -358,13 +358,13 @@ class SaverCore(BaseCheckpointSaver[str]):
         )
 
     def _delete_for_runs_query(self, run_ids: Sequence[str], keep: set[tuple[str, str, str]]) -> Query[None]:
-        ids = [rows.require_text(r, "run_id") for r in run_ids]
+        ids = [rows.id_text(r, "run_id") for r in run_ids]
         params = {"run_ids": ids, **_keep_params(keep)}
         return Query(f"delete_for_runs {shown(ids)}", self.sql.delete_for_runs(), params)
 
     def _copy_thread_query(self, source_thread_id: str, target_thread_id: str) -> Query[None]:
-        source = rows.require_text(source_thread_id, "source thread_id")
-        target = rows.require_text(target_thread_id, "target thread_id")
+        source = rows.id_text(source_thread_id, "source thread_id")
+        target = rows.id_text(target_thread_id, "target thread_id")
         if source == target:
             raise ConfigError(f"copy_thread needs two different threads, got {shown(source)} twice")
         def copied(fetched: Sequence[Any]) -> None:
@@ -389,12 +389,12 @@ class SaverCore(BaseCheckpointSaver[str]):
             raise ConfigError(f"unknown prune strategy {shown(strategy)}; use one of {PRUNE_STRATEGIES}")
         if strategy == "delete":
             return self._delete_threads_query(thread_ids)
-        ids = [rows.require_text(t, "thread_id") for t in thread_ids]
+        ids = [rows.id_text(t, "thread_id") for t in thread_ids]
         params = {"thread_ids": ids, **_keep_params((r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in keep)}
         return Query(f"prune of threads {shown(ids)}", self.sql.prune_keep_latest(), params)
 
     def _latest_rows_query(self, thread_ids: Sequence[str]) -> Query[list[CheckpointRow]]:
-        ids = [rows.require_text(t, "thread_id") for t in thread_ids]
+        ids = [rows.id_text(t, "thread_id") for t in thread_ids]
         return Query(
             f"prune of threads {shown(ids)}",
             self.sql.latest_checkpoints(),

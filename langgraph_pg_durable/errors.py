@@ -26,6 +26,11 @@ class SerializationError(DurableCheckpointError, TypeError):
     """A channel value or pending write could not be serialized."""
 
 
+class DeserializationError(DurableCheckpointError):
+    """A stored value, write or item could not be decoded: a wrong encryption key, a type the
+    serializer does not allow, or bytes it did not write. Names thread, checkpoint and channel."""
+
+
 class SchemaVersionError(DurableCheckpointError):
     """The database schema was created by a newer version of this package."""
 

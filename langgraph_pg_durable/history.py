@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from .errors import shown
+from .errors import ConfigError, shown
 from . import lists as list_layout
 from .arrays import TextArray
 from .offload import ObjectRef, references
@@ -53,6 +53,10 @@ class HistoryScan:
         before: RunnableConfig | None,
         limit: int | None,
     ) -> None:
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise ConfigError(f"list() limit must be a whole number >= 0 or None, got {shown(limit)}")
+        if filter is not None and not isinstance(filter, Mapping):
+            raise ConfigError(f"list() filter must be a mapping of metadata keys to values, got {shown(filter)}")
         self.serde = serde
         self.filter = dict(filter) if filter else None
         self.recheck_all = filter_needs_recheck(self.filter)
@@ -197,7 +201,8 @@ class HistoryScan:
                 if part == "v":
                     wanted.setdefault(lane, []).append((a, b))
             elif part == "v":
-                fresh[(thread_id, ns, a, b)] = load_value(self.serde, type_, data)
+                fresh[(thread_id, ns, a, b)] = load_value(self.serde, type_, data, where=lambda t=thread_id, a=a, b=b: (
+                    f"thread {shown(t)}, channel {shown(a)} (version {shown(b)})"))
             elif part == "i":
                 raw_items.setdefault(lane, {}).setdefault((a, b), {})[n] = list_layout.unpacked(type_, data)  # inflated once
                 self.item_groups.add((thread_id, ns, a, b))
@@ -214,7 +219,8 @@ class HistoryScan:
                 fresh[(thread_id, ns, channel, version)] = value
         lanes_decoded: dict[tuple[str, str], dict[str, dict[list_layout.Location, Any]]] = {}
         for (thread_id, ns, checkpoint_id), lane_writes in writes.items():
-            lane_writes = writes[(thread_id, ns, checkpoint_id)] = unpack_writes(lane_writes)
+            lane_writes = writes[(thread_id, ns, checkpoint_id)] = unpack_writes(
+                lane_writes, lambda task, t=thread_id, c=checkpoint_id: f"thread {shown(t)}, checkpoint {shown(c)}, task {shown(task)}")
             if any(w[4] == list_layout.WRITE_ITEMS_TYPE for w in lane_writes):
                 if (thread_id, ns) not in lanes_decoded:
                     lanes_decoded[(thread_id, ns)] = self._decoded_items((thread_id, ns), raw_items.get((thread_id, ns), {}))
@@ -251,11 +257,13 @@ class HistoryScan:
             by_channel.setdefault(channel, {})[version] = group
         decoded = self.items.setdefault(lane, {})
         for channel, channel_groups in by_channel.items():
-            list_layout.decode_into(self.serde, load_value, decoded.setdefault(channel, {}), channel_groups)
+            list_layout.decode_into(self.serde, load_value, decoded.setdefault(channel, {}), channel_groups,
+                                    where=f"thread {shown(lane[0])}, channel {shown(channel)}")
         return decoded
 
     def _passes_recheck(self, row: CheckpointRow) -> bool:
         """SQL matched the jsonb projection; where that is lossy, match the exact metadata."""
         if not self.filter or not (self.recheck_all or row.metadata_exact is not None):
             return True
-        return metadata_contains(load_metadata(self.serde, row.metadata, row.metadata_exact), self.filter)
+        where = f"thread {shown(row.thread_id)}, checkpoint {shown(row.checkpoint_id)}"
+        return metadata_contains(load_metadata(self.serde, row.metadata, row.metadata_exact, where=where), self.filter)

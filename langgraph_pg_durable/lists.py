@@ -35,7 +35,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from .errors import ListIntegrityError, shown
+from .errors import DeserializationError, DurableCheckpointError, ListIntegrityError, shown
 from .offload import ObjectRef, Placement, Upload
 
 T = TypeVar("T")
@@ -265,11 +265,21 @@ def load_write(
     serde: SerializerProtocol, load: Any, body: bytes, items: Mapping[Location, T] | None, decoded: bool, *, where: str
 ) -> Any:
     """A pending write's value from its row's body and its items (raw, or `decoded`)."""
-    head = orjson.loads(body)
-    locations = [(head["k"], i) for i in range(head["n"])]
+    try:
+        head = orjson.loads(body)
+        key, count, is_list = head["k"], head["n"], head["list"]
+    except Exception as exc:
+        raise DeserializationError(f"{where}: the row of a write stored as items is malformed ({type(exc).__name__})") from exc
+    if not isinstance(key, str) or type(count) is not int or not isinstance(is_list, bool) or count < 0:
+        raise DeserializationError(f"{where}: the row of a write stored as items is malformed")
+    if count > len(items or {}):  # a count read from a row never sizes an allocation unchecked
+        raise ListIntegrityError(f"{where}: the write names {count:,} items; only {len(items or {}):,} are stored")
+    locations = [(key, i) for i in range(count)]
     found = pick(items or {}, locations, where=where)
-    values = found if decoded else _decode_all(serde, load, found)
-    return values if head["list"] else values[0]
+    values = found if decoded else _decode_all(serde, load, found, where=where)
+    if not is_list and len(values) != 1:
+        raise DeserializationError(f"{where}: the row of a write stored as items is malformed")
+    return values if is_list else values[0]
 
 
 def _serialize_items(
@@ -415,7 +425,7 @@ def restore(
         locations = locate(version, rows_of, where=named)
         if decoded is None:
             stored_bytes = pick(present, locations, where=named)
-            value = _decode_all(serde, load, stored_bytes)
+            value = _decode_all(serde, load, stored_bytes, where=named)
             state = ListState(version, rows_of[version].chain, None, tuple(locations), stored_bytes)
             out[(channel, version)] = (value, state)
         else:
@@ -424,7 +434,7 @@ def restore(
             cache = decoded.setdefault(channel, {})
             fresh = [loc for loc in present if loc not in cache]
             if fresh:
-                cache.update(zip(fresh, _decode_all(serde, load, [present[loc] for loc in fresh])))
+                cache.update(zip(fresh, _decode_all(serde, load, [present[loc] for loc in fresh], where=named)))
             out[(channel, version)] = (pick(cache, locations, where=named), None)
     return out
 
@@ -440,23 +450,34 @@ def rebuild(
     except KeyError:
         missing = next(loc for loc in state.locations if loc[1] not in raw_items.get((channel, loc[0]), {}))
         raise ListIntegrityError(f"{where}: item {missing[1]} of version {shown(missing[0])} is missing") from None
-    return _decode_all(serde, load, found)
+    return _decode_all(serde, load, found, where=where)
 
 
 def decode_into(
-    serde: SerializerProtocol, load: Any, cache: dict[Location, Any], groups: Mapping[str, RawItems]
+    serde: SerializerProtocol, load: Any, cache: dict[Location, Any], groups: Mapping[str, RawItems], *, where: str
 ) -> dict[Location, Any]:
     """`cache` (decoded items of one channel) with every item of `groups` (by version) in it."""
     fresh = [(version, idx) for version, group in groups.items() for idx in group if (version, idx) not in cache]
     if fresh:
-        cache.update(zip(fresh, _decode_all(serde, load, [groups[v][i] for v, i in fresh])))
+        cache.update(zip(fresh, _decode_all(serde, load, [groups[v][i] for v, i in fresh], where=where)))
     return cache
 
 
-def _decode_all(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str, bytes | None]]) -> list[Any]:
-    """Decode items in order; plain msgpack items of the default serializer in one call,
-    framed as one msgpack array (the bytes a whole list would have), which saves a
-    Python call per item on long lists."""
+def _decode_all(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str, bytes | None]], *, where: str) -> list[Any]:
+    """Decode items in order; a failure is a DeserializationError naming `where`."""
+    try:
+        return _decode_items(serde, load, raw)
+    except DurableCheckpointError:
+        raise
+    except Exception as exc:
+        raise DeserializationError(f"{where}: a stored list item cannot be decoded ({type(exc).__name__}: "
+                                   f"{str(exc).strip()[:200]})") from exc
+
+
+def _decode_items(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str, bytes | None]]) -> list[Any]:
+    """Plain msgpack items of the default serializer decode in one call, framed as one
+    msgpack array (the bytes a whole list would have), which saves a Python call per
+    item on long lists."""
     if any(t.endswith(COMPRESSED) for t, _ in raw):
         raw = [unpacked(t, d) for t, d in raw]
     count = len(raw)
