@@ -30,6 +30,7 @@ from .lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ItemCache, ListMem
 from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, gc_cutoff, open_store
 from .offload import DEFAULT_THRESHOLD, ObjectRef, Placement, Upload, attach, check_reference, validate_prefix
 from .retry import RetryPolicy
+from .safe_serde import AllowedType, default_serializer, with_allowed_types
 from .arrays import TextArray
 from .rows import CheckpointRow
 from .schema import DEFAULT_SCHEMA, quote_schema
@@ -105,8 +106,12 @@ class SaverCore(BaseCheckpointSaver[str]):
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
         list_min_bytes: int = DEFAULT_MIN_BYTES,
         list_cache_bytes: int = 64 << 20,
+        allowed_types: Iterable[AllowedType] = (),
     ) -> None:
-        super().__init__(serde=serde)
+        # Without a serde, LangGraph's strict msgpack allowlist (plus allowed_types): a
+        # stored row never imports or calls anything else (see safe_serde.py).
+        super().__init__(serde=with_allowed_types(serde, allowed_types) if serde is not None
+                         else default_serializer(allowed_types))
         quote_schema(schema)  # refuse a bad name before any I/O
         if not isinstance(offload_threshold, int) or offload_threshold < 0:
             raise ConfigError(f"offload_threshold must be a whole number of bytes >= 0, got {shown(offload_threshold)}")

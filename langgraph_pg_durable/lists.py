@@ -36,6 +36,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from .errors import DeserializationError, DurableCheckpointError, ListIntegrityError, shown
+from .safe_serde import BlockedTypeError, checked_loads
 from .offload import ObjectRef, Placement, Upload
 
 T = TypeVar("T")
@@ -469,6 +470,8 @@ def _decode_all(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str, b
         return _decode_items(serde, load, raw)
     except DurableCheckpointError:
         raise
+    except BlockedTypeError as exc:
+        raise DeserializationError(f"{where}: a stored list item {exc}") from exc
     except Exception as exc:
         raise DeserializationError(f"{where}: a stored list item cannot be decoded ({type(exc).__name__}: "
                                    f"{str(exc).strip()[:200]})") from exc
@@ -484,7 +487,7 @@ def _decode_items(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str,
     if count > 1 and type(serde) is JsonPlusSerializer and all(t == "msgpack" for t, _ in raw):
         header = bytes([0x90 | count]) if count < 16 else (
             b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16 else b"\xdd" + count.to_bytes(4, "big"))
-        values = serde.loads_typed(("msgpack", header + b"".join(data or b"" for _, data in raw)))
+        values = checked_loads(serde, ("msgpack", header + b"".join(data or b"" for _, data in raw)))
         if isinstance(values, list) and len(values) == count:
             return values
     return [load(serde, type_, data) for type_, data in raw]

@@ -34,6 +34,7 @@ from .errors import CheckpointIntegrityError, ConfigError, DeserializationError,
 from . import lists as list_layout
 from .lists import ItemRow, ListPolicy, ListState
 from .offload import ObjectRef, Placement, Upload, references
+from .safe_serde import BlockedTypeError, checked_loads
 
 # Our marker for a metadata value kept in `metadata_exact`: "<serde type>:<payload>".
 _EXACT_SEPARATOR = b":"
@@ -223,7 +224,7 @@ def load_value(serde: SerializerProtocol, type_: str, data: bytes | None, *, whe
     type the serializer refuses) is a DeserializationError naming `where`. Without
     `where` the caller wraps the error (see lists.decode_all)."""
     try:
-        return serde.loads_typed((type_, data if data is not None else b""))
+        return checked_loads(serde, (type_, data if data is not None else b""))
     except Exception as exc:
         if where is None:
             raise
@@ -232,6 +233,8 @@ def load_value(serde: SerializerProtocol, type_: str, data: bytes | None, *, whe
 
 def decode_failure(type_: Any, exc: BaseException) -> str:
     """What went wrong decoding a stored value of `type_`, in a line (not the bytes)."""
+    if isinstance(exc, BlockedTypeError):
+        return f"the stored value {exc}"
     lines = str(exc).strip().splitlines()
     detail = lines[0][:200] if lines else ""
     return f"the stored value (type {shown(type_, 60)}) cannot be decoded: {type(exc).__name__}: {detail}".rstrip(": ")
@@ -857,7 +860,8 @@ def tuple_from_union(
         if part == "c":
             row = CheckpointRow(key.thread_id, key.checkpoint_ns, a, b, load_json(doc), load_json(meta), data, chs, vers)
         elif part in ("v", "l") and type_ == list_layout.LIST_TYPE:
-            list_rows[(a, b)] = list_layout.stored(chs, data, vers)
+            list_rows[(a, b)] = list_layout.stored(
+                chs, data, vers, where=f"thread {shown(key.thread_id)}, channel {shown(a)} (version {shown(b)})")
             if part == "v":
                 wanted.append((a, b))
         elif part == "v":
@@ -865,7 +869,8 @@ def tuple_from_union(
                 f"thread {shown(key.thread_id)}, checkpoint {shown(row.checkpoint_id if row else None)}, "
                 f"channel {shown(a)} (version {shown(b)})"))
         elif part == "i":
-            fetched.setdefault((a, b), {})[n] = list_layout.unpacked(type_, data)  # inflated once, for the decode and the cache
+            fetched.setdefault((a, b), {})[n] = list_layout.unpacked_item(  # inflated once, for the decode and the cache
+                type_, data, lambda a=a, b=b, n=n: f"thread {shown(key.thread_id)}, channel {shown(a)}, version {shown(b)}, item {n}")
         elif part == "w":
             writes.append((a, b, c, n, type_, data))
     if row is None:
