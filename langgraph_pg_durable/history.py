@@ -197,14 +197,16 @@ class HistoryScan:
             if part in ("v", "l") and type_ == list_layout.LIST_TYPE:
                 chain = checkpoint_id.split(list_layout.CHAIN_SEPARATOR) if checkpoint_id else ()
                 item_versions = c.split(list_layout.CHAIN_SEPARATOR) if c else ()
-                list_rows.setdefault(lane, {})[(a, b)] = list_layout.stored(chain, data, item_versions)
+                list_rows.setdefault(lane, {})[(a, b)] = list_layout.stored(
+                    chain, data, item_versions, where=f"thread {shown(thread_id)}, channel {shown(a)} (version {shown(b)})")
                 if part == "v":
                     wanted.setdefault(lane, []).append((a, b))
             elif part == "v":
                 fresh[(thread_id, ns, a, b)] = load_value(self.serde, type_, data, where=lambda t=thread_id, a=a, b=b: (
                     f"thread {shown(t)}, channel {shown(a)} (version {shown(b)})"))
             elif part == "i":
-                raw_items.setdefault(lane, {}).setdefault((a, b), {})[n] = list_layout.unpacked(type_, data)  # inflated once
+                raw_items.setdefault(lane, {}).setdefault((a, b), {})[n] = list_layout.unpacked_item(  # inflated once
+                    type_, data, lambda t=thread_id, a=a, b=b, n=n: f"thread {shown(t)}, channel {shown(a)}, version {shown(b)}, item {n}")
                 self.item_groups.add((thread_id, ns, a, b))
             elif part == "w":
                 writes.setdefault((thread_id, ns, checkpoint_id), []).append((a, b, c, n, type_, data))
