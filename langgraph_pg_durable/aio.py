@@ -199,6 +199,13 @@ class AsyncDurablePostgresSaver(SaverCore):
             # whatever prepare_threshold the connection has: prepare=False sends them as
             # one simple query.
             async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                # A schema already current needs no DDL, so an app role with USAGE and DML
+                # only (no CREATE) can call setup(): read the ledger before anything else.
+                await cur.execute(schema_sql.ledger_exists_sql(), {"schema": self.schema})
+                if (await cur.fetchone())[0]:  # type: ignore[index]
+                    await cur.execute(schema_sql.current_version_sql(quoted))
+                    if not schema_sql.pending(self.schema, (await cur.fetchone())[0]):  # type: ignore[index]
+                        return
                 await cur.execute(schema_sql.lock_sql(self.schema))
                 await cur.execute(schema_sql.bootstrap_sql(quoted), prepare=False)
                 await cur.execute(schema_sql.current_version_sql(quoted))

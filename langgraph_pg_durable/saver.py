@@ -168,6 +168,13 @@ class DurablePostgresSaver(SaverCore):
             # whatever prepare_threshold the connection has: prepare=False sends them as
             # one simple query.
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                # A schema already current needs no DDL, so an app role with USAGE and DML
+                # only (no CREATE) can call setup(): read the ledger before anything else.
+                cur.execute(schema_sql.ledger_exists_sql(), {"schema": self.schema})
+                if (cur.fetchone())[0]:  # type: ignore[index]
+                    cur.execute(schema_sql.current_version_sql(quoted))
+                    if not schema_sql.pending(self.schema, (cur.fetchone())[0]):  # type: ignore[index]
+                        return
                 cur.execute(schema_sql.lock_sql(self.schema))
                 cur.execute(schema_sql.bootstrap_sql(quoted), prepare=False)
                 cur.execute(schema_sql.current_version_sql(quoted))

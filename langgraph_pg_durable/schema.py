@@ -94,6 +94,11 @@ def bootstrap_sql(quoted_schema: str) -> str:
     )
 
 
+def ledger_exists_sql() -> str:
+    """Whether the schema has a migrations ledger (the schema name a bound parameter)."""
+    return "SELECT to_regclass(format('%%I.schema_migrations', %(schema)s::text)) IS NOT NULL"
+
+
 def current_version_sql(quoted_schema: str) -> str:
     return f"SELECT coalesce(max(version), 0) FROM {quoted_schema}.schema_migrations"
 
