@@ -37,10 +37,12 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection
+from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from . import schema as schema_sql
+from .arrays import Int8Array
 from .core import GC_BATCH, Plan, Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError, shown
 from .inflight import AsyncWritesInFlight
@@ -171,20 +173,37 @@ class AsyncDurablePostgresSaver(SaverCore):
         payloads = await self.objects.afetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
         return query.decode(self._attach_objects(query, fetched, payloads))
 
-    @staticmethod
-    async def _send(conn: AsyncConnection, query: Query[Any]) -> list[Any]:
+    async def _send(self, conn: AsyncConnection, query: Query[Any]) -> list[Any]:
         """One flight on an autocommit connection: pipeline mode sends the prepare with the statement.
 
         The cursor reads tuples whatever row factory the caller's connection has (a pool
         built for the official saver has `dict_row`): every decoder reads by position.
+        A statement with writer locks runs in a transaction that takes them first; on an
+        autocommit connection its BEGIN and COMMIT go in the same flight.
         """
+        locks = {"lock_keys": Int8Array(query.locks)} if query.locks else None
         async with conn.cursor(binary=True, row_factory=tuple_row) as cur:
-            async with conn.pipeline():
-                if conn.autocommit:
-                    await cur.execute(query.sql, query.params)
-                else:
-                    async with conn.transaction():
+            try:
+                async with conn.pipeline():
+                    if conn.autocommit and locks is None:
                         await cur.execute(query.sql, query.params)
+                    elif conn.autocommit:
+                        await conn.execute("BEGIN", prepare=False)
+                        await conn.execute(self._lock_sql, locks)
+                        await cur.execute(query.sql, query.params)
+                        await conn.execute("COMMIT", prepare=False)
+                    else:
+                        async with conn.transaction():
+                            if locks is not None:
+                                await conn.execute(self._lock_sql, locks)
+                            await cur.execute(query.sql, query.params)
+            except BaseException:
+                if locks is not None and conn.autocommit and conn.info.transaction_status != TransactionStatus.IDLE:
+                    try:
+                        await conn.rollback()  # the BEGIN it sent left a failed transaction open
+                    except Exception:
+                        pass  # a broken connection: the pool discards it
+                raise
             # Leaving the pipeline synced it: the results are here.
             return await cur.fetchall() if has_rows(cur) else []
 

@@ -33,7 +33,7 @@ from .retry import RetryPolicy
 from .safe_serde import AllowedType, default_serializer, with_allowed_types
 from .arrays import TextArray
 from .rows import CheckpointRow
-from .schema import DEFAULT_SCHEMA, quote_schema
+from .schema import DEFAULT_SCHEMA, quote_schema, thread_lock_keys
 from .sql import Statements, compact
 
 T = TypeVar("T")
@@ -70,6 +70,9 @@ class Query(Generic[T]):
     # Payloads the previous statement of the same call fetched (list() pages): kept
     # across pages so that a value and the write that produced it cost one GET.
     memo: dict[str, bytes] | None = None
+    # Writer locks (sorted advisory keys, one per thread) the shell takes in the statement's
+    # transaction, before it: writers and deleters of a thread never interleave.
+    locks: Sequence[int] = ()
 
 
 # An operation of several statements, written once for both savers: a generator that
@@ -145,6 +148,11 @@ class SaverCore(BaseCheckpointSaver[str]):
             (b, cold): compact(self.sql.get_tuple(by_id=b, cold=cold)) for b in (False, True) for cold in (False, True)
         }
         self._details_sql = compact(self.sql.page_details())
+        self._lock_sql = self.sql.lock_threads()
+
+    def _locks(self, thread_ids: Iterable[str]) -> list[int]:
+        """The writer locks a write or delete of these threads takes first (see Query.locks)."""
+        return thread_lock_keys(self.schema, thread_ids)
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
         return rows.next_version(current)
@@ -161,10 +169,14 @@ class SaverCore(BaseCheckpointSaver[str]):
         use_memory: bool = True,
         use_offers: bool = True,
     ) -> Query[RunnableConfig | None]:
-        """The put; its decode gives None when a list version it extends, or the items of
-        a pending write it uses, are not there. `_put_plan` then sends it again without the
-        writes' items (`use_offers=False`: they may not be committed yet), then without
-        the memory (`use_memory=False`: snapshots only; the version may have been pruned)."""
+        """The put; its decode gives None when a value it holds without writing, a list
+        version it extends, or the items of a pending write it uses, are not there.
+        `_put_plan` then sends it again without the writes' items (`use_offers=False`: they
+        may not be committed yet), then whole (`use_memory=False`: every value it holds
+        written again, lists as snapshots; a delete or a prune may have taken them)."""
+        if not use_memory:
+            versions = checkpoint["channel_versions"]
+            new_versions = {**new_versions, **{ch: versions[ch] for ch in checkpoint["channel_values"] if ch in versions}}
         params, next_config, uploads, states = rows.put_params(
             self.serde, config, checkpoint, metadata, new_versions, self.placement, self.lists,
             use_memory, use_offers and use_memory,
@@ -186,7 +198,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             return next_config
 
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
-        return Query(where, self._put_sql[plain], params, stored, uploads)
+        return Query(where, self._put_sql[plain], params, stored, uploads, locks=self._locks([thread_id]))
 
     @staticmethod
     def _parent_key(config: RunnableConfig) -> tuple[str, str, str]:
@@ -223,13 +235,13 @@ class SaverCore(BaseCheckpointSaver[str]):
 
         if built.packed is not None:
             sql = self._packed_writes_sql[built.has_items]
-            if (yield Query(where, sql, built.packed, stored, built.uploads)):
+            if (yield Query(where, sql, built.packed, stored, built.uploads, locks=self._locks([thread_id]))):
                 return
         if built.has_items:
             sql = self._writes_items_sql
         else:
             sql = self._writes_sql[(built.replace, bool(built.uploads))]
-        yield Query(where, sql, params, stored, built.uploads)
+        yield Query(where, sql, params, stored, built.uploads, locks=self._locks([thread_id]))
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = rows.parse_config(config)
@@ -347,7 +359,8 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _delete_threads_query(self, thread_ids: Sequence[str]) -> Query[None]:
         ids = [rows.id_text(t, "thread_id") for t in thread_ids]
-        return Query(f"delete of threads {shown(ids)}", self.sql.delete_threads(), {"thread_ids": ids})
+        return Query(f"delete of threads {shown(ids)}", self.sql.delete_threads(), {"thread_ids": ids},
+                     locks=self._locks(ids))
 
     def _run_lanes_query(self, run_ids: Sequence[str]) -> Query[set[tuple[str, str, str]]]:
         """delete_for_runs, first: the runs' checkpoints that surviving DeltaChannel ones replay."""
@@ -362,10 +375,18 @@ class SaverCore(BaseCheckpointSaver[str]):
             ]),
         )
 
-    def _delete_for_runs_query(self, run_ids: Sequence[str], keep: set[tuple[str, str, str]]) -> Query[None]:
+    def _run_threads_query(self, run_ids: Sequence[str]) -> Query[list[str]]:
+        """delete_for_runs, first: the threads the runs wrote to (their writer locks)."""
+        ids = [rows.id_text(r, "run_id") for r in run_ids]
+        return Query(f"delete_for_runs {shown(ids)}", self.sql.run_threads(), {"run_ids": ids},
+                     lambda fetched: [r[0] for r in fetched])
+
+    def _delete_for_runs_query(
+        self, run_ids: Sequence[str], keep: set[tuple[str, str, str]], threads: Sequence[str]
+    ) -> Query[None]:
         ids = [rows.id_text(r, "run_id") for r in run_ids]
         params = {"run_ids": ids, **_keep_params(keep)}
-        return Query(f"delete_for_runs {shown(ids)}", self.sql.delete_for_runs(), params)
+        return Query(f"delete_for_runs {shown(ids)}", self.sql.delete_for_runs(), params, locks=self._locks(threads))
 
     def _copy_thread_query(self, source_thread_id: str, target_thread_id: str) -> Query[None]:
         source = rows.id_text(source_thread_id, "source thread_id")
@@ -385,6 +406,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             self.sql.copy_thread(),
             {"source": source, "target": target},
             copied,
+            locks=self._locks([source, target]),
         )
 
     def _prune_query(
@@ -396,7 +418,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             return self._delete_threads_query(thread_ids)
         ids = [rows.id_text(t, "thread_id") for t in thread_ids]
         params = {"thread_ids": ids, **_keep_params((r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in keep)}
-        return Query(f"prune of threads {shown(ids)}", self.sql.prune_keep_latest(), params)
+        return Query(f"prune of threads {shown(ids)}", self.sql.prune_keep_latest(), params, locks=self._locks(ids))
 
     def _latest_rows_query(self, thread_ids: Sequence[str]) -> Query[list[CheckpointRow]]:
         ids = [rows.id_text(t, "thread_id") for t in thread_ids]
@@ -419,7 +441,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
             stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_offers=False)
-        if stored is None:  # a list version it extended was pruned meanwhile: store snapshots
+        if stored is None:  # a value it relied on was pruned or deleted meanwhile: write it whole
             stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_memory=False)
         assert stored is not None
         return stored
@@ -438,8 +460,10 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _delete_for_runs_plan(self, run_ids: Sequence[str]) -> Plan[None]:
         """delete_for_runs, sparing the checkpoints a surviving DeltaChannel one replays."""
         if run_ids:
-            keep = yield self._run_lanes_query(run_ids)
-            yield self._delete_for_runs_query(run_ids, keep)
+            threads = yield self._run_threads_query(run_ids)
+            if threads:
+                keep = yield self._run_lanes_query(run_ids)
+                yield self._delete_for_runs_query(run_ids, keep, threads)
 
     def _prune_plan(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
         """prune; `keep_latest` also keeps the ancestors whose writes a kept DeltaChannel

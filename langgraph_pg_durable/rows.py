@@ -453,7 +453,12 @@ def put_params(
     body = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}
     if inline_values:
         body["channel_values"] = inline_values
-    held = [(ch, version) for ch, version in held if ch not in inline_values]
+    held = [(ch, version_text(version, ch)) for ch, version in held if ch not in inline_values]
+    # The values it holds but does not write now must still be stored when it commits (a
+    # delete_thread or a prune may have taken them): else it writes nothing, and the
+    # saver sends it again writing every value it holds (see SaverCore._put_plan).
+    written = set(zip(channels, versions))
+    needed.extend(pair for pair in held if pair not in written)
     try:
         body_json = dump_json(body)
     except (TypeError, ValueError) as exc:
@@ -474,7 +479,7 @@ def put_params(
         "source": source.replace("\x00", "") if isinstance(source, str) else None,
         "checkpoint": body_json,
         "value_channels": TextArray(require_text(ch, "channel") for ch, _ in held),
-        "value_versions": TextArray(version_text(version, ch) for ch, version in held),
+        "value_versions": TextArray(version for _, version in held),
         "metadata": metadata_json,
         "metadata_exact": metadata_exact,
         "channels": TextArray(channels),

@@ -22,10 +22,12 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import Connection
+from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from . import schema as schema_sql
+from .arrays import Int8Array
 from .core import GC_BATCH, Plan, Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError, shown
 from .inflight import WritesInFlight
@@ -140,20 +142,37 @@ class DurablePostgresSaver(SaverCore):
         payloads = self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
         return query.decode(self._attach_objects(query, fetched, payloads))
 
-    @staticmethod
-    def _send(conn: Connection, query: Query[Any]) -> list[Any]:
+    def _send(self, conn: Connection, query: Query[Any]) -> list[Any]:
         """One flight on an autocommit connection: pipeline mode sends the prepare with the statement.
 
         The cursor reads tuples whatever row factory the caller's connection has (a pool
         built for the official saver has `dict_row`): every decoder reads by position.
+        A statement with writer locks runs in a transaction that takes them first; on an
+        autocommit connection its BEGIN and COMMIT go in the same flight.
         """
+        locks = {"lock_keys": Int8Array(query.locks)} if query.locks else None
         with conn.cursor(binary=True, row_factory=tuple_row) as cur:
-            with conn.pipeline():
-                if conn.autocommit:
-                    cur.execute(query.sql, query.params)
-                else:
-                    with conn.transaction():
+            try:
+                with conn.pipeline():
+                    if conn.autocommit and locks is None:
                         cur.execute(query.sql, query.params)
+                    elif conn.autocommit:
+                        conn.execute("BEGIN", prepare=False)
+                        conn.execute(self._lock_sql, locks)
+                        cur.execute(query.sql, query.params)
+                        conn.execute("COMMIT", prepare=False)
+                    else:
+                        with conn.transaction():
+                            if locks is not None:
+                                conn.execute(self._lock_sql, locks)
+                            cur.execute(query.sql, query.params)
+            except BaseException:
+                if locks is not None and conn.autocommit and conn.info.transaction_status != TransactionStatus.IDLE:
+                    try:
+                        conn.rollback()  # the BEGIN it sent left a failed transaction open
+                    except Exception:
+                        pass  # a broken connection: the pool discards it
+                raise
             # Leaving the pipeline synced it: the results are here.
             return cur.fetchall() if has_rows(cur) else []
 

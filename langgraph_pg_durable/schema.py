@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -76,6 +77,17 @@ def advisory_lock_key(schema: str) -> int:
     """A stable signed 64-bit key, one per schema, for pg_advisory_xact_lock."""
     digest = hashlib.sha256(f"langgraph_pg_durable:{schema}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def thread_lock_keys(schema: str, thread_ids: Iterable[str]) -> list[int]:
+    """The advisory lock keys of threads' writers, sorted: every writer and deleter of a
+    thread takes its key first, and several keys are always taken in this order."""
+    keys = {
+        int.from_bytes(hashlib.blake2b(f"{schema}\x00{t}".encode(), digest_size=8, person=b"lgpd-thread").digest(),
+                       "big", signed=True)
+        for t in thread_ids
+    }
+    return sorted(keys)
 
 
 def lock_sql(schema: str) -> str:
