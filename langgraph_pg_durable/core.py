@@ -31,6 +31,7 @@ from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, g
 from .offload import DEFAULT_THRESHOLD, ObjectRef, Placement, Upload, attach, check_reference, validate_prefix
 from .retry import RetryPolicy
 from .safe_serde import AllowedType, default_serializer, with_allowed_types
+from .safe_serde import accept_plaintext as accept_plaintext_rows
 from .arrays import TextArray
 from .rows import CheckpointRow
 from .schema import DEFAULT_SCHEMA, quote_schema, thread_lock_keys
@@ -110,11 +111,16 @@ class SaverCore(BaseCheckpointSaver[str]):
         list_min_bytes: int = DEFAULT_MIN_BYTES,
         list_cache_bytes: int = 64 << 20,
         allowed_types: Iterable[AllowedType] = (),
+        accept_plaintext: bool = False,
     ) -> None:
         # Without a serde, LangGraph's strict msgpack allowlist (plus allowed_types): a
         # stored row never imports or calls anything else (see safe_serde.py).
         super().__init__(serde=with_allowed_types(serde, allowed_types) if serde is not None
                          else default_serializer(allowed_types))
+        # With an encrypting serde, rows that are not encrypted are refused unless asked for.
+        self.accept_plaintext = accept_plaintext
+        if accept_plaintext:
+            accept_plaintext_rows(self.serde)
         quote_schema(schema)  # refuse a bad name before any I/O
         if not isinstance(offload_threshold, int) or offload_threshold < 0:
             raise ConfigError(f"offload_threshold must be a whole number of bytes >= 0, got {shown(offload_threshold)}")
@@ -149,6 +155,14 @@ class SaverCore(BaseCheckpointSaver[str]):
         }
         self._details_sql = compact(self.sql.page_details())
         self._lock_sql = self.sql.lock_threads()
+
+    def with_allowlist(self, extra_allowlist: Any) -> Any:
+        """LangGraph's strict mode adds a graph's state types here; the clone's serde keeps
+        this saver's choice about unencrypted rows."""
+        clone = super().with_allowlist(extra_allowlist)
+        if clone is not self and self.accept_plaintext:
+            accept_plaintext_rows(clone.serde)
+        return clone
 
     def _locks(self, thread_ids: Iterable[str]) -> list[int]:
         """The writer locks a write or delete of these threads takes first (see Query.locks)."""

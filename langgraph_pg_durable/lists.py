@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import threading
 import zlib
 from collections import Counter, OrderedDict
@@ -36,7 +37,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from .errors import DeserializationError, DurableCheckpointError, ListIntegrityError, shown
-from .safe_serde import BlockedTypeError, checked_loads
+from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads
 from .msgpack_frame import is_one_object
 from .offload import MAX_INLINE_BYTES, ObjectRef, Placement, Upload
 
@@ -286,14 +287,20 @@ def write_items(
 ) -> WriteItems:
     """Store a pending write's items (a list's, or the one value) in channel_items.
 
-    `identity` names the write (checkpoint, task, index); the key also hashes the items,
-    so a task that wrote other values on a retry never shares a key with the first try.
+    `identity` names the write (checkpoint, task, index); the key also hashes the items
+    (under encryption: random bytes), so a task that wrote other values on a retry never
+    shares a key with the first try.
     """
     values = value if type(value) is list else [value]
     digests, stored_form = _serialize_items(serde, values, channel=channel, where=where, dump=dump)
     h = hashlib.blake2b(identity.encode(), digest_size=9)
-    for d in digests:
-        h.update(d)
+    if isinstance(serde, EncryptedSerializer):
+        # A key hashed from the plaintext would let a reader of the tables test a guess of
+        # it: under encryption the key is random (unique all the same).
+        h.update(os.urandom(16))
+    else:
+        for d in digests:
+            h.update(d)
     key = WRITE_KEY_PREFIX + base64.urlsafe_b64encode(h.digest()).decode()
     items: list[ItemRow] = []
     uploads: list[Upload] = []
@@ -543,7 +550,7 @@ def _decode_all(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str, b
         return _decode_items(serde, load, raw)
     except DurableCheckpointError:
         raise
-    except BlockedTypeError as exc:
+    except (BlockedTypeError, PlaintextRefusedError) as exc:
         raise DeserializationError(f"{where}: a stored list item {exc}") from exc
     except Exception as exc:
         raise DeserializationError(f"{where}: a stored list item cannot be decoded ({type(exc).__name__}: "

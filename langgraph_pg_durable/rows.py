@@ -34,7 +34,7 @@ from .errors import CheckpointIntegrityError, ConfigError, DeserializationError,
 from . import lists as list_layout
 from .lists import ItemRow, ListPolicy, ListState
 from .offload import ObjectRef, Placement, Upload, references
-from .safe_serde import BlockedTypeError, checked_loads
+from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads
 
 # Our marker for a metadata value kept in `metadata_exact`: "<serde type>:<payload>".
 _EXACT_SEPARATOR = b":"
@@ -233,7 +233,7 @@ def load_value(serde: SerializerProtocol, type_: str, data: bytes | None, *, whe
 
 def decode_failure(type_: Any, exc: BaseException) -> str:
     """What went wrong decoding a stored value of `type_`, in a line (not the bytes)."""
-    if isinstance(exc, BlockedTypeError):
+    if isinstance(exc, (BlockedTypeError, PlaintextRefusedError)):
         return f"the stored value {exc}"
     lines = str(exc).strip().splitlines()
     detail = lines[0][:200] if lines else ""

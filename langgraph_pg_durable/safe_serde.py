@@ -11,6 +11,7 @@ error instead of as other data.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +30,22 @@ class BlockedTypeError(Exception):
     """A stored value names a type (or method) the serializer's allowlist does not hold."""
 
 
+class PlaintextRefusedError(Exception):
+    """An encrypting serializer was handed a stored value that is not encrypted."""
+
+
+# Encrypting serializers whose saver reads unencrypted rows (accept_plaintext=True): the
+# rows of threads written before encryption was turned on. Any other refuses them, so a
+# row forged without the cipher suffix is not taken as plaintext.
+_PLAINTEXT_ACCEPTED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def accept_plaintext(serde: Any) -> None:
+    """Let this encrypting serializer's saver read rows that are not encrypted."""
+    if isinstance(serde, EncryptedSerializer):
+        _PLAINTEXT_ACCEPTED.add(serde)
+
+
 _decoding = threading.local()  # the blocked events seen by the decode running on this thread
 
 
@@ -44,6 +61,11 @@ register_serde_event_listener(_record)  # called in the decoding thread, synchro
 def checked_loads(serde: SerializerProtocol, typed: tuple[str, bytes]) -> Any:
     """`serde.loads_typed(typed)`, raising BlockedTypeError where the serializer would have
     returned a blocked type's raw data in its place."""
+    if isinstance(serde, EncryptedSerializer) and "+" not in typed[0] and serde not in _PLAINTEXT_ACCEPTED:
+        raise PlaintextRefusedError(
+            f"it is not encrypted (type {typed[0]!r}) though the saver's serializer encrypts; a row written "
+            "before encryption was turned on reads with accept_plaintext=True"
+        )
     outer = getattr(_decoding, "blocked", None)
     _decoding.blocked = seen = []
     try:
