@@ -2,22 +2,27 @@
 
 from .aio import AsyncDurablePostgresSaver
 from .errors import (
+    CheckpointIntegrityError,
     ConfigError,
     DatabaseUnavailableError,
+    DeserializationError,
     DurableCheckpointError,
     ListIntegrityError,
     ObjectIntegrityError,
     ObjectStoreError,
     SchemaVersionError,
     SerializationError,
+    StatementError,
 )
 from .retry import RetryPolicy
 from .saver import DurablePostgresSaver
 
 __all__ = [
     "AsyncDurablePostgresSaver",
+    "CheckpointIntegrityError",
     "ConfigError",
     "DatabaseUnavailableError",
+    "DeserializationError",
     "DurableCheckpointError",
     "DurablePostgresSaver",
     "ListIntegrityError",
@@ -26,6 +31,7 @@ __all__ = [
     "RetryPolicy",
     "SchemaVersionError",
     "SerializationError",
+    "StatementError",
 ]
 
 __version__ = "0.1.0"

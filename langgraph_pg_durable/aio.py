@@ -37,12 +37,14 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection
+from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from . import schema as schema_sql
+from .arrays import Int8Array
 from .core import GC_BATCH, Plan, Query, SaverCore, has_rows
-from .errors import DatabaseUnavailableError
+from .errors import DatabaseUnavailableError, shown
 from .inflight import AsyncWritesInFlight
 from .retry import Attempts, RetryPolicy
 from .schema import DEFAULT_SCHEMA, quote_schema
@@ -171,20 +173,37 @@ class AsyncDurablePostgresSaver(SaverCore):
         payloads = await self.objects.afetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
         return query.decode(self._attach_objects(query, fetched, payloads))
 
-    @staticmethod
-    async def _send(conn: AsyncConnection, query: Query[Any]) -> list[Any]:
+    async def _send(self, conn: AsyncConnection, query: Query[Any]) -> list[Any]:
         """One flight on an autocommit connection: pipeline mode sends the prepare with the statement.
 
         The cursor reads tuples whatever row factory the caller's connection has (a pool
         built for the official saver has `dict_row`): every decoder reads by position.
+        A statement with writer locks runs in a transaction that takes them first; on an
+        autocommit connection its BEGIN and COMMIT go in the same flight.
         """
+        locks = {"lock_keys": Int8Array(query.locks)} if query.locks else None
         async with conn.cursor(binary=True, row_factory=tuple_row) as cur:
-            async with conn.pipeline():
-                if conn.autocommit:
-                    await cur.execute(query.sql, query.params)
-                else:
-                    async with conn.transaction():
+            try:
+                async with conn.pipeline():
+                    if conn.autocommit and locks is None:
                         await cur.execute(query.sql, query.params)
+                    elif conn.autocommit:
+                        await conn.execute("BEGIN", prepare=False)
+                        await conn.execute(self._lock_sql, locks)
+                        await cur.execute(query.sql, query.params)
+                        await conn.execute("COMMIT", prepare=False)
+                    else:
+                        async with conn.transaction():
+                            if locks is not None:
+                                await conn.execute(self._lock_sql, locks)
+                            await cur.execute(query.sql, query.params)
+            except BaseException:
+                if locks is not None and conn.autocommit and conn.info.transaction_status != TransactionStatus.IDLE:
+                    try:
+                        await conn.rollback()  # the BEGIN it sent left a failed transaction open
+                    except Exception:
+                        pass  # a broken connection: the pool discards it
+                raise
             # Leaving the pipeline synced it: the results are here.
             return await cur.fetchall() if has_rows(cur) else []
 
@@ -199,15 +218,22 @@ class AsyncDurablePostgresSaver(SaverCore):
             # whatever prepare_threshold the connection has: prepare=False sends them as
             # one simple query.
             async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                # A schema already current needs no DDL, so an app role with USAGE and DML
+                # only (no CREATE) can call setup(): read the ledger before anything else.
+                await cur.execute(schema_sql.ledger_exists_sql(), {"schema": self.schema})
+                if (await cur.fetchone())[0]:  # type: ignore[index]
+                    await cur.execute(schema_sql.current_version_sql(quoted))
+                    if not schema_sql.pending(self.schema, (await cur.fetchone())[0]):  # type: ignore[index]
+                        return
                 await cur.execute(schema_sql.lock_sql(self.schema))
                 await cur.execute(schema_sql.bootstrap_sql(quoted), prepare=False)
                 await cur.execute(schema_sql.current_version_sql(quoted))
                 current = (await cur.fetchone())[0]  # type: ignore[index]
                 for migration in schema_sql.pending(self.schema, current):
-                    await cur.execute(migration.sql(quoted), prepare=False)
+                    await cur.execute(migration.sql(self.schema), prepare=False)
                     await cur.execute(schema_sql.record_sql(quoted), (migration.version, migration.name))
 
-        attempts = Attempts(self.retry, f"setup of schema {self.schema!r}")
+        attempts = Attempts(self.retry, f"setup of schema {shown(self.schema)}")
         while True:
             try:
                 async with self._connection() as conn:

@@ -23,16 +23,18 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import rows
-from .errors import ConfigError
+from .errors import ConfigError, shown
 from .delta_history import DeltaWalk, replay_ancestors
 from .history import HistoryScan
 from .lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ItemCache, ListMemory, ListPolicy, ListState
 from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, gc_cutoff, open_store
-from .offload import DEFAULT_THRESHOLD, ObjectRef, Placement, Upload, attach
+from .offload import DEFAULT_THRESHOLD, ObjectRef, Placement, Upload, attach, check_reference, validate_prefix
 from .retry import RetryPolicy
+from .safe_serde import AllowedType, default_serializer, with_allowed_types
+from .safe_serde import accept_plaintext as accept_plaintext_rows
 from .arrays import TextArray
 from .rows import CheckpointRow
-from .schema import DEFAULT_SCHEMA, quote_schema
+from .schema import DEFAULT_SCHEMA, quote_schema, thread_lock_keys
 from .sql import Statements, compact
 
 T = TypeVar("T")
@@ -69,6 +71,9 @@ class Query(Generic[T]):
     # Payloads the previous statement of the same call fetched (list() pages): kept
     # across pages so that a value and the write that produced it cost one GET.
     memo: dict[str, bytes] | None = None
+    # Writer locks (sorted advisory keys, one per thread) the shell takes in the statement's
+    # transaction, before it: writers and deleters of a thread never interleave.
+    locks: Sequence[int] = ()
 
 
 # An operation of several statements, written once for both savers: a generator that
@@ -105,13 +110,22 @@ class SaverCore(BaseCheckpointSaver[str]):
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
         list_min_bytes: int = DEFAULT_MIN_BYTES,
         list_cache_bytes: int = 64 << 20,
+        allowed_types: Iterable[AllowedType] = (),
+        accept_plaintext: bool = False,
     ) -> None:
-        super().__init__(serde=serde)
+        # Without a serde, LangGraph's strict msgpack allowlist (plus allowed_types): a
+        # stored row never imports or calls anything else (see safe_serde.py).
+        super().__init__(serde=with_allowed_types(serde, allowed_types) if serde is not None
+                         else default_serializer(allowed_types))
+        # With an encrypting serde, rows that are not encrypted are refused unless asked for.
+        self.accept_plaintext = accept_plaintext
+        if accept_plaintext:
+            accept_plaintext_rows(self.serde)
         quote_schema(schema)  # refuse a bad name before any I/O
         if not isinstance(offload_threshold, int) or offload_threshold < 0:
-            raise ConfigError(f"offload_threshold must be a whole number of bytes >= 0, got {offload_threshold!r}")
+            raise ConfigError(f"offload_threshold must be a whole number of bytes >= 0, got {shown(offload_threshold)}")
         if not isinstance(snapshot_every, int) or isinstance(snapshot_every, bool) or snapshot_every < 1:
-            raise ConfigError(f"snapshot_every must be a whole number >= 1 (1 keeps lists whole), got {snapshot_every!r}")
+            raise ConfigError(f"snapshot_every must be a whole number >= 1 (1 keeps lists whole), got {shown(snapshot_every)}")
         self.lists = ListPolicy(snapshot_every, ListMemory(), list_min_bytes)
         self.items = ItemCache(list_cache_bytes)
         store = open_store(object_store, object_store_options)
@@ -119,10 +133,11 @@ class SaverCore(BaseCheckpointSaver[str]):
             ObjectStorage(store, cache_bytes=object_cache_bytes, reuse_window=object_reuse_window)
             if store is not None else None
         )
-        # One prefix per schema by default: gc() treats every object under it as its own.
+        # One prefix per schema by default; gc() collects only keys of its own prefix's shape,
+        # so a saver whose prefix lies below another's keeps its objects.
         self.placement = Placement(
             threshold=offload_threshold,
-            prefix=object_prefix if object_prefix is not None else f"{schema}/objects",
+            prefix=validate_prefix(object_prefix if object_prefix is not None else f"{schema}/objects"),
             enabled=self.objects is not None,
         )
         self.schema = schema
@@ -139,6 +154,19 @@ class SaverCore(BaseCheckpointSaver[str]):
             (b, cold): compact(self.sql.get_tuple(by_id=b, cold=cold)) for b in (False, True) for cold in (False, True)
         }
         self._details_sql = compact(self.sql.page_details())
+        self._lock_sql = self.sql.lock_threads()
+
+    def with_allowlist(self, extra_allowlist: Any) -> Any:
+        """LangGraph's strict mode adds a graph's state types here; the clone's serde keeps
+        this saver's choice about unencrypted rows."""
+        clone = super().with_allowlist(extra_allowlist)
+        if clone is not self and self.accept_plaintext:
+            accept_plaintext_rows(clone.serde)
+        return clone
+
+    def _locks(self, thread_ids: Iterable[str]) -> list[int]:
+        """The writer locks a write or delete of these threads takes first (see Query.locks)."""
+        return thread_lock_keys(self.schema, thread_ids)
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
         return rows.next_version(current)
@@ -155,16 +183,20 @@ class SaverCore(BaseCheckpointSaver[str]):
         use_memory: bool = True,
         use_offers: bool = True,
     ) -> Query[RunnableConfig | None]:
-        """The put; its decode gives None when a list version it extends, or the items of
-        a pending write it uses, are not there. `_put_plan` then sends it again without the
-        writes' items (`use_offers=False`: they may not be committed yet), then without
-        the memory (`use_memory=False`: snapshots only; the version may have been pruned)."""
+        """The put; its decode gives None when a value it holds without writing, a list
+        version it extends, or the items of a pending write it uses, are not there.
+        `_put_plan` then sends it again without the writes' items (`use_offers=False`: they
+        may not be committed yet), then whole (`use_memory=False`: every value it holds
+        written again, lists as snapshots; a delete or a prune may have taken them)."""
+        if not use_memory:
+            versions = checkpoint["channel_versions"]
+            new_versions = {**new_versions, **{ch: versions[ch] for ch in checkpoint["channel_values"] if ch in versions}}
         params, next_config, uploads, states = rows.put_params(
             self.serde, config, checkpoint, metadata, new_versions, self.placement, self.lists,
             use_memory, use_offers and use_memory,
         )
         used_offers = bool(params["base_item_channels"])
-        where = f"put of checkpoint {params['checkpoint_id']!r} on thread {params['thread_id']!r}"
+        where = f"put of checkpoint {shown(params['checkpoint_id'])} on thread {shown(params['thread_id'])}"
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
         groups = rows.inline_item_groups(params)
 
@@ -180,7 +212,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             return next_config
 
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
-        return Query(where, self._put_sql[plain], params, stored, uploads)
+        return Query(where, self._put_sql[plain], params, stored, uploads, locks=self._locks([thread_id]))
 
     @staticmethod
     def _parent_key(config: RunnableConfig) -> tuple[str, str, str]:
@@ -202,7 +234,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             return
         built = rows.put_writes_params(self.serde, config, writes, task_id, task_path, self.placement, self.lists)
         params = built.params
-        where = f"put_writes of task {task_id!r} on thread {params['thread_id']!r}"
+        where = f"put_writes of task {shown(task_id)} on thread {shown(params['thread_id'])}"
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
         groups = rows.inline_item_groups(params) if built.has_items else {}
         # Offered now: the child's put waits for these writes (see inflight.py), and one
@@ -217,13 +249,13 @@ class SaverCore(BaseCheckpointSaver[str]):
 
         if built.packed is not None:
             sql = self._packed_writes_sql[built.has_items]
-            if (yield Query(where, sql, built.packed, stored, built.uploads)):
+            if (yield Query(where, sql, built.packed, stored, built.uploads, locks=self._locks([thread_id]))):
                 return
         if built.has_items:
             sql = self._writes_items_sql
         else:
             sql = self._writes_sql[(built.replace, bool(built.uploads))]
-        yield Query(where, sql, params, stored, built.uploads)
+        yield Query(where, sql, params, stored, built.uploads, locks=self._locks([thread_id]))
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = rows.parse_config(config)
@@ -239,7 +271,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             if state.item_versions <= cached.get(channel, set())
         }
         return Query(
-            f"get_tuple on thread {key.thread_id!r}",
+            f"get_tuple on thread {shown(key.thread_id)}",
             self._get_sql[(key.checkpoint_id is not None, not held and not known)],
             rows.get_tuple_params(key, held, known),
             lambda fetched: self._restored(key, *rows.tuple_from_union(self.serde, key, fetched, held, known)),
@@ -309,11 +341,12 @@ class SaverCore(BaseCheckpointSaver[str]):
         if wanted and self.objects is None:
             ref, where = wanted[0]
             raise ConfigError(
-                f"{where}: the value is stored in an object store (key {ref.key!r}), "
+                f"{where}: the value is stored in an object store (key {shown(ref.key)}), "
                 "but this saver has no object_store configured"
             )
         memo = query.memo or {}
-        return [(ref, where) for ref, where in wanted if ref.key not in memo]
+        prefix = self.placement.prefix
+        return [(check_reference(prefix, ref, where), where) for ref, where in wanted if ref.key not in memo]
 
     def _attach_objects(self, query: Query[Any], fetched: Sequence[Any], payloads: Mapping[str, bytes]) -> Sequence[Any]:
         """The rows with their objects' bytes in place; remembers this statement's payloads."""
@@ -339,14 +372,15 @@ class SaverCore(BaseCheckpointSaver[str]):
         return gc_cutoff(grace_period, self.objects.reuse_window)
 
     def _delete_threads_query(self, thread_ids: Sequence[str]) -> Query[None]:
-        ids = [rows.require_text(t, "thread_id") for t in thread_ids]
-        return Query(f"delete of threads {ids!r}", self.sql.delete_threads(), {"thread_ids": ids})
+        ids = [rows.id_text(t, "thread_id") for t in thread_ids]
+        return Query(f"delete of threads {shown(ids)}", self.sql.delete_threads(), {"thread_ids": ids},
+                     locks=self._locks(ids))
 
     def _run_lanes_query(self, run_ids: Sequence[str]) -> Query[set[tuple[str, str, str]]]:
         """delete_for_runs, first: the runs' checkpoints that surviving DeltaChannel ones replay."""
-        ids = [rows.require_text(r, "run_id") for r in run_ids]
+        ids = [rows.id_text(r, "run_id") for r in run_ids]
         return Query(
-            f"delete_for_runs {ids!r}",
+            f"delete_for_runs {shown(ids)}",
             self.sql.run_lanes(),
             {"run_ids": ids},
             lambda fetched: replay_ancestors([
@@ -355,37 +389,55 @@ class SaverCore(BaseCheckpointSaver[str]):
             ]),
         )
 
-    def _delete_for_runs_query(self, run_ids: Sequence[str], keep: set[tuple[str, str, str]]) -> Query[None]:
-        ids = [rows.require_text(r, "run_id") for r in run_ids]
+    def _run_threads_query(self, run_ids: Sequence[str]) -> Query[list[str]]:
+        """delete_for_runs, first: the threads the runs wrote to (their writer locks)."""
+        ids = [rows.id_text(r, "run_id") for r in run_ids]
+        return Query(f"delete_for_runs {shown(ids)}", self.sql.run_threads(), {"run_ids": ids},
+                     lambda fetched: [r[0] for r in fetched])
+
+    def _delete_for_runs_query(
+        self, run_ids: Sequence[str], keep: set[tuple[str, str, str]], threads: Sequence[str]
+    ) -> Query[None]:
+        ids = [rows.id_text(r, "run_id") for r in run_ids]
         params = {"run_ids": ids, **_keep_params(keep)}
-        return Query(f"delete_for_runs {ids!r}", self.sql.delete_for_runs(), params)
+        return Query(f"delete_for_runs {shown(ids)}", self.sql.delete_for_runs(), params, locks=self._locks(threads))
 
     def _copy_thread_query(self, source_thread_id: str, target_thread_id: str) -> Query[None]:
-        source = rows.require_text(source_thread_id, "source thread_id")
-        target = rows.require_text(target_thread_id, "target thread_id")
+        source = rows.id_text(source_thread_id, "source thread_id")
+        target = rows.id_text(target_thread_id, "target thread_id")
         if source == target:
-            raise ConfigError(f"copy_thread needs two different threads, got {source!r} twice")
+            raise ConfigError(f"copy_thread needs two different threads, got {shown(source)} twice")
+        def copied(fetched: Sequence[Any]) -> None:
+            if fetched and fetched[0][0]:
+                raise ConfigError(
+                    f"copy_thread {shown(source)} -> {shown(target)}: thread {shown(target)} has checkpoints "
+                    "already, and a copy into it would replace its latest state; nothing was copied "
+                    "(delete_thread it first to replace it)"
+                )
+
         return Query(
-            f"copy_thread {source!r} -> {target!r}",
+            f"copy_thread {shown(source)} -> {shown(target)}",
             self.sql.copy_thread(),
             {"source": source, "target": target},
+            copied,
+            locks=self._locks([source, target]),
         )
 
     def _prune_query(
         self, thread_ids: Sequence[str], strategy: str, keep: Sequence[CheckpointRow] = ()
     ) -> Query[None]:
         if strategy not in PRUNE_STRATEGIES:
-            raise ConfigError(f"unknown prune strategy {strategy!r}; use one of {PRUNE_STRATEGIES}")
+            raise ConfigError(f"unknown prune strategy {shown(strategy)}; use one of {PRUNE_STRATEGIES}")
         if strategy == "delete":
             return self._delete_threads_query(thread_ids)
-        ids = [rows.require_text(t, "thread_id") for t in thread_ids]
+        ids = [rows.id_text(t, "thread_id") for t in thread_ids]
         params = {"thread_ids": ids, **_keep_params((r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in keep)}
-        return Query(f"prune of threads {ids!r}", self.sql.prune_keep_latest(), params)
+        return Query(f"prune of threads {shown(ids)}", self.sql.prune_keep_latest(), params, locks=self._locks(ids))
 
     def _latest_rows_query(self, thread_ids: Sequence[str]) -> Query[list[CheckpointRow]]:
-        ids = [rows.require_text(t, "thread_id") for t in thread_ids]
+        ids = [rows.id_text(t, "thread_id") for t in thread_ids]
         return Query(
-            f"prune of threads {ids!r}",
+            f"prune of threads {shown(ids)}",
             self.sql.latest_checkpoints(),
             {"thread_ids": ids},
             lambda fetched: [CheckpointRow.from_row(r) for r in fetched],
@@ -403,7 +455,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
             stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_offers=False)
-        if stored is None:  # a list version it extended was pruned meanwhile: store snapshots
+        if stored is None:  # a value it relied on was pruned or deleted meanwhile: write it whole
             stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_memory=False)
         assert stored is not None
         return stored
@@ -422,8 +474,10 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _delete_for_runs_plan(self, run_ids: Sequence[str]) -> Plan[None]:
         """delete_for_runs, sparing the checkpoints a surviving DeltaChannel one replays."""
         if run_ids:
-            keep = yield self._run_lanes_query(run_ids)
-            yield self._delete_for_runs_query(run_ids, keep)
+            threads = yield self._run_threads_query(run_ids)
+            if threads:
+                keep = yield self._run_lanes_query(run_ids)
+                yield self._delete_for_runs_query(run_ids, keep, threads)
 
     def _prune_plan(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
         """prune; `keep_latest` also keeps the ancestors whose writes a kept DeltaChannel

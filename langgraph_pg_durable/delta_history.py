@@ -69,6 +69,9 @@ class DeltaWalk:
         """`Statements.page_details` for the path's writes and the seed values only."""
         seeds = [(row, channel) for channel, row in self.seeds.items() if channel in row.value_channels]
         versions = [row.value_versions[row.value_channels.index(channel)] for row, channel in seeds]
+        self.scan.required = {}
+        for row, channel in seeds:
+            self.scan.required.setdefault(row.checkpoint_id, set()).add(channel)
         return {
             "v_threads": TextArray(row.thread_id for row, _ in seeds),
             "v_namespaces": TextArray(row.checkpoint_ns for row, _ in seeds),

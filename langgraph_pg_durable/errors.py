@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+SHOWN_CHARS = 120  # of an id or a value quoted in a message
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """`repr(value)`, cut to `limit` characters: a message names the culprit without
+    repeating a megabyte of it."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
 
 class DurableCheckpointError(Exception):
     """Base class of every error raised by langgraph-pg-durable."""
@@ -15,12 +26,28 @@ class SerializationError(DurableCheckpointError, TypeError):
     """A channel value or pending write could not be serialized."""
 
 
+class DeserializationError(DurableCheckpointError):
+    """A stored value, write or item could not be decoded: a wrong encryption key, a type the
+    serializer does not allow, or bytes it did not write. Names thread, checkpoint and channel."""
+
+
 class SchemaVersionError(DurableCheckpointError):
     """The database schema was created by a newer version of this package."""
 
 
 class DatabaseUnavailableError(DurableCheckpointError):
     """Transient database errors persisted past the retry deadline."""
+
+
+class StatementError(DurableCheckpointError):
+    """The database refused a statement with a permanent error, which is not retried.
+
+    `sqlstate` is the server's code; the psycopg error is the `__cause__`.
+    """
+
+    def __init__(self, message: str, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
 
 
 class ObjectStoreError(DurableCheckpointError):
@@ -35,5 +62,12 @@ class ObjectIntegrityError(DurableCheckpointError):
     """An offloaded value is missing from the object store, or its bytes do not match its SHA-256."""
 
 
-class ListIntegrityError(DurableCheckpointError):
+class CheckpointIntegrityError(DurableCheckpointError):
+    """A stored checkpoint cannot be read back whole: a row it needs is missing or malformed.
+
+    Raised instead of returning a state with a channel missing or a value changed.
+    """
+
+
+class ListIntegrityError(CheckpointIntegrityError):
     """A list stored as deltas cannot be rebuilt: a row of its chain or one of its items is missing."""

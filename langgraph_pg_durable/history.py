@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from .errors import ConfigError, shown
 from . import lists as list_layout
 from .arrays import TextArray
 from .offload import ObjectRef, references
@@ -52,6 +53,10 @@ class HistoryScan:
         before: RunnableConfig | None,
         limit: int | None,
     ) -> None:
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise ConfigError(f"list() limit must be a whole number >= 0 or None, got {shown(limit)}")
+        if filter is not None and not isinstance(filter, Mapping):
+            raise ConfigError(f"list() filter must be a mapping of metadata keys to values, got {shown(filter)}")
         self.serde = serde
         self.filter = dict(filter) if filter else None
         self.recheck_all = filter_needs_recheck(self.filter)
@@ -65,6 +70,9 @@ class HistoryScan:
         # the groups (thread, namespace, channel, version) they came in are not fetched again.
         self.items: dict[tuple[str, str], dict[str, dict[tuple[str, int], Any]]] = {}
         self.item_groups: set[tuple[str, str, str, str]] = set()
+        # By checkpoint id, the channels whose values a read fetched when it fetched only
+        # some (get_delta_channel_history's seeds); None: every value the rows hold.
+        self.required: dict[str, set[str]] | None = None
         self._requested = 0
 
         wheres: list[str] = []
@@ -168,13 +176,13 @@ class HistoryScan:
             part, thread_id, ns, checkpoint_id, a, b, _, n = detail_rows[i][:8]
             if part == "v":
                 checkpoint_id = holder.get((thread_id, ns, a, b))
-                what = f"channel {a!r} (version {b!r})"
+                what = f"channel {shown(a)} (version {shown(b)})"
             elif part in ("i", "l"):
                 checkpoint_id = None
-                what = f"item {n} of channel {a!r} (version {b!r})" if part == "i" else f"channel {a!r} (version {b!r})"
+                what = f"item {n} of channel {shown(a)} (version {shown(b)})" if part == "i" else f"channel {shown(a)} (version {shown(b)})"
             else:
-                what = f"pending write of task {a!r} to channel {b!r}"
-            out.append((ref, f"thread {thread_id!r}, checkpoint {checkpoint_id!r}, {what}"))
+                what = f"pending write of task {shown(a)} to channel {shown(b)}"
+            out.append((ref, f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, {what}"))
         return out
 
     def tuples(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[CheckpointTuple]:
@@ -189,13 +197,16 @@ class HistoryScan:
             if part in ("v", "l") and type_ == list_layout.LIST_TYPE:
                 chain = checkpoint_id.split(list_layout.CHAIN_SEPARATOR) if checkpoint_id else ()
                 item_versions = c.split(list_layout.CHAIN_SEPARATOR) if c else ()
-                list_rows.setdefault(lane, {})[(a, b)] = list_layout.stored(chain, data, item_versions)
+                list_rows.setdefault(lane, {})[(a, b)] = list_layout.stored(
+                    chain, data, item_versions, where=f"thread {shown(thread_id)}, channel {shown(a)} (version {shown(b)})")
                 if part == "v":
                     wanted.setdefault(lane, []).append((a, b))
             elif part == "v":
-                fresh[(thread_id, ns, a, b)] = load_value(self.serde, type_, data)
+                fresh[(thread_id, ns, a, b)] = load_value(self.serde, type_, data, where=lambda t=thread_id, a=a, b=b: (
+                    f"thread {shown(t)}, channel {shown(a)} (version {shown(b)})"))
             elif part == "i":
-                raw_items.setdefault(lane, {}).setdefault((a, b), {})[n] = list_layout.unpacked(type_, data)  # inflated once
+                raw_items.setdefault(lane, {}).setdefault((a, b), {})[n] = list_layout.unpacked_item(  # inflated once
+                    type_, data, lambda t=thread_id, a=a, b=b, n=n: f"thread {shown(t)}, channel {shown(a)}, version {shown(b)}, item {n}")
                 self.item_groups.add((thread_id, ns, a, b))
             elif part == "w":
                 writes.setdefault((thread_id, ns, checkpoint_id), []).append((a, b, c, n, type_, data))
@@ -203,21 +214,22 @@ class HistoryScan:
             restored = list_layout.restore(
                 self.serde, load_value, wanted=keys, rows=list_rows.get((thread_id, ns), {}),
                 raw_items=raw_items.get((thread_id, ns), {}),
-                where=lambda ch, v, t=thread_id: f"thread {t!r}, channel {ch!r} (version {v!r})",
+                where=lambda ch, v, t=thread_id: f"thread {shown(t)}, channel {shown(ch)} (version {shown(v)})",
                 decoded=self.items.setdefault((thread_id, ns), {}),
             )
             for (channel, version), (value, _state) in restored.items():
                 fresh[(thread_id, ns, channel, version)] = value
         lanes_decoded: dict[tuple[str, str], dict[str, dict[list_layout.Location, Any]]] = {}
         for (thread_id, ns, checkpoint_id), lane_writes in writes.items():
-            lane_writes = writes[(thread_id, ns, checkpoint_id)] = unpack_writes(lane_writes)
+            lane_writes = writes[(thread_id, ns, checkpoint_id)] = unpack_writes(
+                lane_writes, lambda task, t=thread_id, c=checkpoint_id: f"thread {shown(t)}, checkpoint {shown(c)}, task {shown(task)}")
             if any(w[4] == list_layout.WRITE_ITEMS_TYPE for w in lane_writes):
                 if (thread_id, ns) not in lanes_decoded:
                     lanes_decoded[(thread_id, ns)] = self._decoded_items((thread_id, ns), raw_items.get((thread_id, ns), {}))
                 decoded = lanes_decoded[(thread_id, ns)]
                 writes[(thread_id, ns, checkpoint_id)] = resolve_writes(
                     self.serde, lane_writes, lambda channel, decoded=decoded: decoded.get(channel, {}), decoded=True,
-                    where=lambda w, t=thread_id, c=checkpoint_id: f"thread {t!r}, checkpoint {c!r}, write of task {w[0]!r} to channel {w[1]!r}",
+                    where=lambda w, t=thread_id, c=checkpoint_id: f"thread {shown(t)}, checkpoint {shown(c)}, write of task {shown(w[0])} to channel {shown(w[1])}",
                 )
         # Keep what this page used: the next (older) page mostly holds the same versions.
         known = {**self.values, **fresh}
@@ -227,7 +239,9 @@ class HistoryScan:
             if not self._passes_recheck(row):
                 continue
             values = {(k[2], k[3]): self.values[k] for k in row.value_keys if k in self.values}
-            out.append(build_tuple(self.serde, row, values, writes.get((row.thread_id, row.checkpoint_ns, row.checkpoint_id), ())))
+            required = None if self.required is None else self.required.get(row.checkpoint_id, set())
+            lane_writes = writes.get((row.thread_id, row.checkpoint_ns, row.checkpoint_id), ())
+            out.append(build_tuple(self.serde, row, values, lane_writes, required=required))
             if self.remaining is not None:
                 self.remaining -= 1
                 if self.remaining <= 0:
@@ -245,11 +259,13 @@ class HistoryScan:
             by_channel.setdefault(channel, {})[version] = group
         decoded = self.items.setdefault(lane, {})
         for channel, channel_groups in by_channel.items():
-            list_layout.decode_into(self.serde, load_value, decoded.setdefault(channel, {}), channel_groups)
+            list_layout.decode_into(self.serde, load_value, decoded.setdefault(channel, {}), channel_groups,
+                                    where=f"thread {shown(lane[0])}, channel {shown(channel)}")
         return decoded
 
     def _passes_recheck(self, row: CheckpointRow) -> bool:
         """SQL matched the jsonb projection; where that is lossy, match the exact metadata."""
         if not self.filter or not (self.recheck_all or row.metadata_exact is not None):
             return True
-        return metadata_contains(load_metadata(self.serde, row.metadata, row.metadata_exact), self.filter)
+        where = f"thread {shown(row.thread_id)}, checkpoint {shown(row.checkpoint_id)}"
+        return metadata_contains(load_metadata(self.serde, row.metadata, row.metadata_exact, where=where), self.filter)

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import threading
 import zlib
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -35,8 +36,10 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from .errors import ListIntegrityError
-from .offload import ObjectRef, Placement, Upload
+from .errors import DeserializationError, DurableCheckpointError, ListIntegrityError, shown
+from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads
+from .msgpack_frame import is_one_object
+from .offload import MAX_INLINE_BYTES, ObjectRef, Placement, Upload
 
 T = TypeVar("T")
 
@@ -123,7 +126,16 @@ def digest(type_: str, data: bytes) -> bytes:
 # Postgres compresses a row's values only once the row passes ~2 KB (TOAST), and an item
 # has a row of its own: items from 1 KiB up are compressed here, when that saves a tenth.
 COMPRESS_MIN_BYTES = 1024
-COMPRESSED = "+zlib"  # appended to the serializer's type of a compressed item
+# Appended to the serializer's type of a compressed item: the bytes are the item's size
+# (4 bytes, big-endian) then its zlib stream, so a read inflates exactly that much.
+COMPRESSED = "+zlibn"
+LEGACY_COMPRESSED = "+zlib"  # items written before the size was stored: the zlib stream alone
+MAX_ITEM_BYTES = MAX_INLINE_BYTES  # no item inflates past what a row could hold
+ZLIB_MAX_RATIO = 1032  # deflate's own bound: no stream inflates more than this
+
+
+def is_compressed(type_: str) -> bool:
+    return type_.endswith((COMPRESSED, LEGACY_COMPRESSED))
 
 
 def packed(type_: str, data: bytes) -> tuple[str, bytes]:
@@ -131,15 +143,48 @@ def packed(type_: str, data: bytes) -> tuple[str, bytes]:
     if len(data) >= COMPRESS_MIN_BYTES:
         smaller = zlib.compress(data, 1)
         if len(smaller) * 10 <= len(data) * 9:
-            return type_ + COMPRESSED, smaller
+            return type_ + COMPRESSED, len(data).to_bytes(4, "big") + smaller
     return type_, data
 
 
 def unpacked(type_: str, data: bytes | None) -> tuple[str, bytes]:
-    """The serializer's type and bytes of an item as stored."""
+    """The serializer's type and bytes of an item as stored; raises ValueError for a
+    compressed item that does not inflate to exactly its stated size (nothing read from
+    the row sizes an allocation past that bound)."""
+    data = data or b""
     if type_.endswith(COMPRESSED):
-        return type_[: -len(COMPRESSED)], zlib.decompress(data or b"")
-    return type_, data or b""
+        if len(data) < 4:
+            raise ValueError("a compressed item is shorter than its size header")
+        size = int.from_bytes(data[:4], "big")
+        if size > MAX_ITEM_BYTES:
+            raise ValueError(f"a compressed item states a size of {size:,} bytes, past {MAX_ITEM_BYTES:,}")
+        return type_[: -len(COMPRESSED)], _inflate(data[4:], size, exact=True)
+    if type_.endswith(LEGACY_COMPRESSED):
+        bound = min(MAX_ITEM_BYTES, len(data) * ZLIB_MAX_RATIO)
+        return type_[: -len(LEGACY_COMPRESSED)], _inflate(data, bound, exact=False)
+    return type_, data
+
+
+def _inflate(stream: bytes, limit: int, *, exact: bool) -> bytes:
+    """One whole zlib stream inflated to at most `limit` bytes (exactly `limit` with `exact`)."""
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(stream, limit + 1)
+    except zlib.error as exc:
+        raise ValueError(f"a compressed item does not inflate: {exc}") from None
+    if len(out) > limit or inflater.unconsumed_tail or inflater.unused_data or not inflater.eof:
+        raise ValueError("a compressed item inflates past its size, or has bytes after its stream")
+    if exact and len(out) != limit:
+        raise ValueError(f"a compressed item inflates to {len(out):,} bytes, not the {limit:,} it states")
+    return out
+
+
+def unpacked_item(type_: str, data: bytes | None, where: Any) -> tuple[str, bytes]:
+    """`unpacked`, with a failure named by `where()` (thread, channel, version, item)."""
+    try:
+        return unpacked(type_, data)
+    except ValueError as exc:
+        raise DeserializationError(f"{where()}: {exc}") from None
 
 
 def _item_row(channel: str, key: str, idx: int, type_: str, data: bytes, placement: Placement,
@@ -242,14 +287,20 @@ def write_items(
 ) -> WriteItems:
     """Store a pending write's items (a list's, or the one value) in channel_items.
 
-    `identity` names the write (checkpoint, task, index); the key also hashes the items,
-    so a task that wrote other values on a retry never shares a key with the first try.
+    `identity` names the write (checkpoint, task, index); the key also hashes the items
+    (under encryption: random bytes), so a task that wrote other values on a retry never
+    shares a key with the first try.
     """
     values = value if type(value) is list else [value]
     digests, stored_form = _serialize_items(serde, values, channel=channel, where=where, dump=dump)
     h = hashlib.blake2b(identity.encode(), digest_size=9)
-    for d in digests:
-        h.update(d)
+    if isinstance(serde, EncryptedSerializer):
+        # A key hashed from the plaintext would let a reader of the tables test a guess of
+        # it: under encryption the key is random (unique all the same).
+        h.update(os.urandom(16))
+    else:
+        for d in digests:
+            h.update(d)
     key = WRITE_KEY_PREFIX + base64.urlsafe_b64encode(h.digest()).decode()
     items: list[ItemRow] = []
     uploads: list[Upload] = []
@@ -265,11 +316,21 @@ def load_write(
     serde: SerializerProtocol, load: Any, body: bytes, items: Mapping[Location, T] | None, decoded: bool, *, where: str
 ) -> Any:
     """A pending write's value from its row's body and its items (raw, or `decoded`)."""
-    head = orjson.loads(body)
-    locations = [(head["k"], i) for i in range(head["n"])]
+    try:
+        head = orjson.loads(body)
+        key, count, is_list = head["k"], head["n"], head["list"]
+    except Exception as exc:
+        raise DeserializationError(f"{where}: the row of a write stored as items is malformed ({type(exc).__name__})") from exc
+    if not isinstance(key, str) or type(count) is not int or not isinstance(is_list, bool) or count < 0:
+        raise DeserializationError(f"{where}: the row of a write stored as items is malformed")
+    if count > len(items or {}):  # a count read from a row never sizes an allocation unchecked
+        raise ListIntegrityError(f"{where}: the write names {count:,} items; only {len(items or {}):,} are stored")
+    locations = [(key, i) for i in range(count)]
     found = pick(items or {}, locations, where=where)
-    values = found if decoded else _decode_all(serde, load, found)
-    return values if head["list"] else values[0]
+    values = found if decoded else _decode_all(serde, load, found, where=where)
+    if not is_list and len(values) != 1:
+        raise DeserializationError(f"{where}: the row of a write stored as items is malformed")
+    return values if is_list else values[0]
 
 
 def _serialize_items(
@@ -324,37 +385,63 @@ def list_body(segments: Sequence[Segment], item_versions: Sequence[str]) -> byte
     return orjson.dumps({"s": segments})
 
 
-def stored(chain: Sequence[str] | None, body: bytes, item_versions: Sequence[str] | None = None) -> StoredList:
-    """A list row as fetched: its chain, its value (`list_body`) and its item_versions."""
-    doc = orjson.loads(body)
-    if "n" in doc:
+def stored(
+    chain: Sequence[str] | None, body: bytes, item_versions: Sequence[str] | None = None, *, where: str = "a list row"
+) -> StoredList:
+    """A list row as fetched: its chain, its value (`list_body`) and its item_versions;
+    ListIntegrityError naming `where` for a row that is not one this saver writes."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise ListIntegrityError(f"{where}: its list row is not JSON") from None
+    if isinstance(doc, dict) and isinstance(doc.get("n"), list):
+        counts = doc["n"]
         versions = tuple(item_versions or ())
-        if len(versions) != len(doc["n"]):
-            raise ListIntegrityError(f"a list row names {len(versions)} item versions for {len(doc['n'])} counts")
-        return StoredList(tuple(chain or ()), tuple((v, 0, c) for v, c in zip(versions, doc["n"])))
-    return StoredList(tuple(chain or ()), tuple((v, s, c) for v, s, c in doc["s"]))
+        if not all(type(c) is int and c >= 0 for c in counts):
+            raise ListIntegrityError(f"{where}: its list row holds counts that are not whole numbers >= 0")
+        if len(versions) != len(counts):
+            raise ListIntegrityError(f"{where}: its list row names {len(versions)} item versions for {len(counts)} counts")
+        return StoredList(tuple(chain or ()), tuple((v, 0, c) for v, c in zip(versions, counts)))
+    segments = doc.get("s") if isinstance(doc, dict) else None
+    if not isinstance(segments, list) or not all(
+        isinstance(seg, list) and len(seg) == 3 and isinstance(seg[0], str)
+        and type(seg[1]) is int and type(seg[2]) is int and seg[1] >= 0 and seg[2] >= 0
+        for seg in segments
+    ):
+        raise ListIntegrityError(f"{where}: its list row is malformed (no counts, no [version, start, count] segments)")
+    return StoredList(tuple(chain or ()), tuple((v, start, count) for v, start, count in segments))
 
 
-def locate(version: str, rows: Mapping[str, StoredList], *, where: str) -> list[Location]:
+def locate(
+    version: str, rows: Mapping[str, StoredList], *, where: str, available: Mapping[str, int] | None = None
+) -> list[Location]:
     """Where each item of the list stored as `version` lives, in list order.
 
     `rows` holds the channel's list rows by version; a missing one raises
     ListIntegrityError naming `where`, never a shorter or other list (as `pick` does
-    for a missing item).
+    for a missing item). With `available` (how many items of each version the read
+    holds), a segment naming more items of a version than that is refused before any
+    is located: a count read from a row never sizes an allocation unchecked.
     """
     row = rows.get(version)
     if row is None:
-        raise ListIntegrityError(f"{where}: the list row of version {version!r} is missing")
+        raise ListIntegrityError(f"{where}: the list row of version {shown(version)} is missing")
     segments: list[Segment] = []
     for link in row.chain:
         linked = rows.get(link)
         if linked is None:
             raise ListIntegrityError(
-                f"{where}: version {version!r} appends to version {link!r}, whose row is missing "
+                f"{where}: version {shown(version)} appends to version {shown(link)}, whose row is missing "
                 "(pruned or deleted elsewhere?)"
             )
         segments.extend(linked.segments)
     segments.extend(row.segments)
+    if available is not None:
+        for item_version, start, count in segments:
+            if start + count > available.get(item_version, 0):
+                raise ListIntegrityError(
+                    f"{where}: version {shown(version)} names items {start:,} to {start + count - 1:,} of version "
+                    f"{shown(item_version)}; {available.get(item_version, 0):,} are stored")
     return [(v, idx) for v, start, count in segments for idx in range(start, start + count)]
 
 
@@ -364,7 +451,7 @@ def pick(items: Mapping[Location, T], locations: Sequence[Location], *, where: s
         return [items[location] for location in locations]
     except KeyError as missing:
         item_version, idx = missing.args[0]
-        raise ListIntegrityError(f"{where}: item {idx} of version {item_version!r} is missing") from None
+        raise ListIntegrityError(f"{where}: item {idx} of version {shown(item_version)} is missing") from None
 
 
 DEFAULT_MIN_BYTES = 4096
@@ -408,14 +495,18 @@ def restore(
         for idx, item in items.items():
             present_of[(version, idx)] = item
     out: dict[tuple[str, str], tuple[list[Any], ListState | None]] = {}
+    counts: dict[str, dict[str, int]] = {}  # per channel: items held of each version
     for channel, version in wanted:
         present = present_by_channel.get(channel, {})
         rows_of = by_channel.get(channel, {})
         named = where(channel, version)
-        locations = locate(version, rows_of, where=named)
+        if channel not in counts:
+            held = set(present) | set(decoded.get(channel, {}) if decoded is not None else ())
+            counts[channel] = dict(Counter(item_version for item_version, _ in held))
+        locations = locate(version, rows_of, where=named, available=counts[channel])
         if decoded is None:
             stored_bytes = pick(present, locations, where=named)
-            value = _decode_all(serde, load, stored_bytes)
+            value = _decode_all(serde, load, stored_bytes, where=named)
             state = ListState(version, rows_of[version].chain, None, tuple(locations), stored_bytes)
             out[(channel, version)] = (value, state)
         else:
@@ -424,7 +515,7 @@ def restore(
             cache = decoded.setdefault(channel, {})
             fresh = [loc for loc in present if loc not in cache]
             if fresh:
-                cache.update(zip(fresh, _decode_all(serde, load, [present[loc] for loc in fresh])))
+                cache.update(zip(fresh, _decode_all(serde, load, [present[loc] for loc in fresh], where=named)))
             out[(channel, version)] = (pick(cache, locations, where=named), None)
     return out
 
@@ -439,31 +530,47 @@ def rebuild(
         found = [raw_items[(channel, version)][idx] for version, idx in state.locations]
     except KeyError:
         missing = next(loc for loc in state.locations if loc[1] not in raw_items.get((channel, loc[0]), {}))
-        raise ListIntegrityError(f"{where}: item {missing[1]} of version {missing[0]!r} is missing") from None
-    return _decode_all(serde, load, found)
+        raise ListIntegrityError(f"{where}: item {missing[1]} of version {shown(missing[0])} is missing") from None
+    return _decode_all(serde, load, found, where=where)
 
 
 def decode_into(
-    serde: SerializerProtocol, load: Any, cache: dict[Location, Any], groups: Mapping[str, RawItems]
+    serde: SerializerProtocol, load: Any, cache: dict[Location, Any], groups: Mapping[str, RawItems], *, where: str
 ) -> dict[Location, Any]:
     """`cache` (decoded items of one channel) with every item of `groups` (by version) in it."""
     fresh = [(version, idx) for version, group in groups.items() for idx in group if (version, idx) not in cache]
     if fresh:
-        cache.update(zip(fresh, _decode_all(serde, load, [groups[v][i] for v, i in fresh])))
+        cache.update(zip(fresh, _decode_all(serde, load, [groups[v][i] for v, i in fresh], where=where)))
     return cache
 
 
-def _decode_all(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str, bytes | None]]) -> list[Any]:
-    """Decode items in order; plain msgpack items of the default serializer in one call,
-    framed as one msgpack array (the bytes a whole list would have), which saves a
-    Python call per item on long lists."""
-    if any(t.endswith(COMPRESSED) for t, _ in raw):
+def _decode_all(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str, bytes | None]], *, where: str) -> list[Any]:
+    """Decode items in order; a failure is a DeserializationError naming `where`."""
+    try:
+        return _decode_items(serde, load, raw)
+    except DurableCheckpointError:
+        raise
+    except (BlockedTypeError, PlaintextRefusedError) as exc:
+        raise DeserializationError(f"{where}: a stored list item {exc}") from exc
+    except Exception as exc:
+        raise DeserializationError(f"{where}: a stored list item cannot be decoded ({type(exc).__name__}: "
+                                   f"{str(exc).strip()[:200]})") from exc
+
+
+def _decode_items(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str, bytes | None]]) -> list[Any]:
+    """Plain msgpack items of the default serializer decode in one call, framed as one
+    msgpack array (the bytes a whole list would have), which saves a Python call per
+    item on long lists."""
+    if any(is_compressed(t) for t, _ in raw):
         raw = [unpacked(t, d) for t, d in raw]
+    for type_, data in raw:
+        if type_ == "msgpack" and not is_one_object(data or b""):
+            raise ValueError("an item's bytes are not exactly one msgpack object (it would read as another)")
     count = len(raw)
     if count > 1 and type(serde) is JsonPlusSerializer and all(t == "msgpack" for t, _ in raw):
         header = bytes([0x90 | count]) if count < 16 else (
             b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16 else b"\xdd" + count.to_bytes(4, "big"))
-        values = serde.loads_typed(("msgpack", header + b"".join(data or b"" for _, data in raw)))
+        values = checked_loads(serde, ("msgpack", header + b"".join(data or b"" for _, data in raw)))
         if isinstance(values, list) and len(values) == count:
             return values
     return [load(serde, type_, data) for type_, data in raw]
@@ -580,7 +687,7 @@ class ItemCache:
         """Hold a group's items, decompressed: a warm read then never inflates them again."""
         if not items or not self.max_bytes:
             return
-        if any(type_.endswith(COMPRESSED) for type_, _ in items.values()):
+        if any(is_compressed(type_) for type_, _ in items.values()):
             items = {idx: unpacked(type_, data) for idx, (type_, data) in items.items()}
         size = sum(len(data) for _, data in items.values())
         if not items or size > self.max_bytes // 8:

@@ -19,8 +19,8 @@ from typing import Any
 import obstore
 from obstore.store import from_url
 
-from .errors import ConfigError, ObjectStoreError
-from .offload import ObjectRef, Upload, verify
+from .errors import ConfigError, ObjectStoreError, shown
+from .offload import ObjectRef, Upload, is_object_key, verify
 
 DEFAULT_CACHE_BYTES = 64 << 20
 # A put skips re-uploading an object this process confirmed less than this long ago.
@@ -48,7 +48,7 @@ def open_store(object_store: Any, options: Mapping[str, Any] | None = None) -> A
     try:
         return from_url(object_store, **kwargs)
     except Exception as exc:
-        raise ConfigError(f"object_store {object_store!r} cannot be opened: {_first_line(exc)}") from exc
+        raise ConfigError(f"object_store {shown(object_store)} cannot be opened: {_first_line(exc)}") from exc
 
 
 def _first_line(exc: BaseException) -> str:
@@ -146,7 +146,7 @@ class ObjectStorage:
     @staticmethod
     def _store_error(upload: Upload, exc: BaseException) -> ObjectStoreError:
         return ObjectStoreError(
-            f"{upload.where}: storing object {upload.ref.key!r} ({upload.ref.size:,} bytes) failed, "
+            f"{upload.where}: storing object {shown(upload.ref.key)} ({upload.ref.size:,} bytes) failed, "
             f"so nothing was committed: {_first_line(exc)}"
         )
 
@@ -194,10 +194,11 @@ class ObjectStorage:
         return out
 
     def list_garbage_candidates(self, prefix: str, older_than: datetime) -> list[str]:
-        """Keys under `prefix` last written before `older_than`."""
+        """This prefix's payload keys last written before `older_than` (not the keys of a
+        saver whose prefix lies below it)."""
         keys = []
-        for batch in obstore.list(self.store, prefix.strip("/") + "/" if prefix.strip("/") else None):
-            keys.extend(_old_keys(batch, older_than))
+        for batch in obstore.list(self.store, prefix + "/"):
+            keys.extend(_old_keys(batch, older_than, prefix))
         return keys
 
     def still_old(self, keys: Sequence[str], older_than: datetime) -> list[str]:
@@ -209,7 +210,7 @@ class ObjectStorage:
                     out.append(key)
             except Exception as exc:
                 if not _is_missing(exc):
-                    raise ObjectStoreError(f"gc: checking object {key!r} failed: {_first_line(exc)}") from exc
+                    raise ObjectStoreError(f"gc: checking object {shown(key)} failed: {_first_line(exc)}") from exc
         return out
 
     def delete(self, keys: Sequence[str]) -> None:
@@ -270,8 +271,8 @@ class ObjectStorage:
 
     async def alist_garbage_candidates(self, prefix: str, older_than: datetime) -> list[str]:
         keys = []
-        async for batch in obstore.list(self.store, prefix.strip("/") + "/" if prefix.strip("/") else None):
-            keys.extend(_old_keys(batch, older_than))
+        async for batch in obstore.list(self.store, prefix + "/"):
+            keys.extend(_old_keys(batch, older_than, prefix))
         return keys
 
     async def astill_old(self, keys: Sequence[str], older_than: datetime) -> list[str]:
@@ -282,7 +283,7 @@ class ObjectStorage:
                     out.append(key)
             except Exception as exc:
                 if not _is_missing(exc):
-                    raise ObjectStoreError(f"gc: checking object {key!r} failed: {_first_line(exc)}") from exc
+                    raise ObjectStoreError(f"gc: checking object {shown(key)} failed: {_first_line(exc)}") from exc
         return out
 
     async def adelete(self, keys: Sequence[str]) -> None:
@@ -295,11 +296,11 @@ class ObjectStorage:
     def _missing_or_raise(ref: ObjectRef, where: str, exc: BaseException) -> None:
         if _is_missing(exc):
             return None
-        raise ObjectStoreError(f"{where}: reading object {ref.key!r} failed: {_first_line(exc)}") from exc
+        raise ObjectStoreError(f"{where}: reading object {shown(ref.key)} failed: {_first_line(exc)}") from exc
 
 
-def _old_keys(batch: Iterable[Mapping[str, Any]], older_than: datetime) -> list[str]:
-    return [meta["path"] for meta in batch if meta["last_modified"] < older_than]
+def _old_keys(batch: Iterable[Mapping[str, Any]], older_than: datetime, prefix: str) -> list[str]:
+    return [meta["path"] for meta in batch if meta["last_modified"] < older_than and is_object_key(prefix, meta["path"])]
 
 
 def gc_cutoff(grace_period: timedelta, reuse_window: timedelta) -> datetime:

@@ -9,11 +9,12 @@ bytes in the value column so the row decoders see inline data either way.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ObjectIntegrityError, SerializationError
+from .errors import ConfigError, ObjectIntegrityError, SerializationError, shown
 
 DEFAULT_THRESHOLD = 1 << 20  # 1 MiB
 # Without an object store a value stays inline; PostgreSQL caps a field (and the bytea[]
@@ -66,20 +67,58 @@ class Placement:
         return data, None
 
 
+_PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9_.-]+")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def validate_prefix(prefix: object) -> str:
+    """An object-key prefix: '/'-separated segments of letters, digits, '_', '.' and '-'."""
+    if not isinstance(prefix, str) or not all(
+        _PREFIX_SEGMENT.fullmatch(segment) and segment not in (".", "..") for segment in prefix.split("/")
+    ):
+        raise ConfigError(
+            f"object_prefix {shown(prefix)} is not a key prefix: use '/'-separated segments of "
+            "letters, digits, '_', '.' and '-' (no empty, '.' or '..' segment)"
+        )
+    return prefix
+
+
 def object_key(prefix: str, sha256: str) -> str:
     """The content address of a payload: identical bytes share one object."""
-    return f"{prefix.strip('/')}/{sha256[:2]}/{sha256}" if prefix.strip("/") else f"{sha256[:2]}/{sha256}"
+    return f"{prefix}/{sha256[:2]}/{sha256}"
+
+
+def is_object_key(prefix: str, key: str) -> bool:
+    """Whether `key` is one this prefix gives a payload: `{prefix}/ab/abc...` exactly.
+
+    A key of a saver whose prefix lies below this one (`{prefix}/sub/ab/abc...`) is not.
+    """
+    head, _, sha256 = key.rpartition("/")
+    return bool(_SHA256.fullmatch(sha256)) and head == f"{prefix}/{sha256[:2]}"
+
+
+def check_reference(prefix: str, ref: ObjectRef, where: str) -> ObjectRef:
+    """A reference read from a row, if it is one this saver would write: the key it derives
+    from its prefix and the digest, and a plausible size. Nothing else is fetched."""
+    valid = (
+        isinstance(ref.sha256, str) and _SHA256.fullmatch(ref.sha256) is not None
+        and isinstance(ref.size, int) and 0 <= ref.size and ref.key == object_key(prefix, ref.sha256)
+    )
+    if not valid:
+        raise ObjectIntegrityError(
+            f"{where}: the row references object {shown(ref.key)} with digest {shown(ref.sha256)}, "
+            f"which is not a reference this saver writes under prefix {shown(prefix)}; nothing was fetched"
+        )
+    return ref
 
 
 def verify(ref: ObjectRef, data: bytes | None, where: str) -> bytes:
-    """The payload if it is the one the row references; else an error naming what is at fault."""
+    """The payload if it is the one the row references; else an error naming what is at fault
+    (not the stored object's size or bytes: they may be another's)."""
     if data is None:
-        raise ObjectIntegrityError(f"{where}: object {ref.key!r} is missing from the object store")
+        raise ObjectIntegrityError(f"{where}: object {shown(ref.key)} is missing from the object store")
     if len(data) != ref.size or hashlib.sha256(data).hexdigest() != ref.sha256:
-        raise ObjectIntegrityError(
-            f"{where}: object {ref.key!r} does not match its reference "
-            f"({len(data):,} bytes, expected {ref.size:,} with SHA-256 {ref.sha256})"
-        )
+        raise ObjectIntegrityError(f"{where}: object {shown(ref.key)} does not match its reference's size and SHA-256")
     return data
 
 

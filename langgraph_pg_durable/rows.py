@@ -9,6 +9,7 @@ import base64
 import json
 import math
 import random
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,10 +30,11 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .arrays import ByteaArray, Int4Array, Int8Array, TextArray
-from .errors import ConfigError, SerializationError
+from .errors import CheckpointIntegrityError, ConfigError, DeserializationError, SerializationError, shown
 from . import lists as list_layout
 from .lists import ItemRow, ListPolicy, ListState
 from .offload import ObjectRef, Placement, Upload, references
+from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads
 
 # Our marker for a metadata value kept in `metadata_exact`: "<serde type>:<payload>".
 _EXACT_SEPARATOR = b":"
@@ -70,15 +72,37 @@ class CheckpointKey:
 
 
 def require_text(value: Any, what: str) -> str:
-    """A value that must go in a text column: no NUL, which PostgreSQL text cannot hold."""
-    text = value if isinstance(value, str) else str(value)
-    if "\x00" in text:
-        raise ConfigError(f"{what} {text!r} contains a NUL character, which PostgreSQL text cannot store")
-    return text
+    """A value that must go in a text column: a str PostgreSQL can store (no NUL, no lone
+    surrogate, which UTF-8 cannot encode)."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{what} must be a string, got {type(value).__name__} {shown(value)}")
+    if "\x00" in value:
+        raise ConfigError(f"{what} {shown(value)} contains a NUL character, which PostgreSQL text cannot store")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(f"{what} {shown(value)} contains a lone surrogate, which UTF-8 cannot encode") from None
+    return value
+
+
+def id_text(value: Any, what: str) -> str:
+    """An id a caller may give as a str, an int or a UUID (LangGraph passes them through);
+    any other type is refused rather than turned into its str()."""
+    if isinstance(value, uuid.UUID) or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(value)
+    return require_text(value, what)
+
+
+def version_text(version: Any, channel: str) -> str:
+    """A channel version as stored: LangGraph's are str, int or float (get_next_version's)."""
+    if isinstance(version, (int, float)) and not isinstance(version, bool):
+        return str(version)
+    return require_text(version, f"version of channel {shown(channel)}")
 
 
 def parse_config(config: RunnableConfig | None, *, need_checkpoint_id: bool = False) -> CheckpointKey:
-    """The checkpoint a config points at; names any missing key."""
+    """The checkpoint a config points at; names any missing or unusable key."""
     configurable = (config or {}).get("configurable") if isinstance(config, Mapping) else None
     if not isinstance(configurable, Mapping):
         raise ConfigError("config['configurable'] is missing: pass {'configurable': {'thread_id': ...}}")
@@ -93,9 +117,9 @@ def parse_config(config: RunnableConfig | None, *, need_checkpoint_id: bool = Fa
             "config['configurable']['checkpoint_id'] is missing: pass the config returned by put()"
         )
     return CheckpointKey(
-        thread_id=require_text(thread_id, "thread_id"),
-        checkpoint_ns=require_text(configurable.get("checkpoint_ns") or "", "checkpoint_ns"),
-        checkpoint_id=require_text(checkpoint_id, "checkpoint_id") if checkpoint_id else None,
+        thread_id=id_text(thread_id, "config['configurable']['thread_id']"),
+        checkpoint_ns=require_text(configurable.get("checkpoint_ns") or "", "config['configurable']['checkpoint_ns']"),
+        checkpoint_id=id_text(checkpoint_id, "config['configurable']['checkpoint_id']") if checkpoint_id else None,
     )
 
 
@@ -107,7 +131,7 @@ def checkpoint_id_of(config: RunnableConfig, what: str) -> str | None:
     if not isinstance(configurable, Mapping):
         raise ConfigError(f"{what}['configurable'] must be a mapping, got {type(configurable).__name__}")
     checkpoint_id = configurable.get("checkpoint_id")
-    return require_text(checkpoint_id, f"{what} checkpoint_id") if checkpoint_id else None
+    return id_text(checkpoint_id, f"{what}['configurable']['checkpoint_id']") if checkpoint_id else None
 
 
 LEGACY_VERSION_DIGITS = 20  # versions before 0.2: 20 decimal digits, a dot, 16 hex digits
@@ -130,7 +154,7 @@ def next_version(current: str | int | float | None) -> str:
     else:
         number = 0 if current is None else int(current)
     if number + 1 >= 16**VERSION_DIGITS:
-        raise ValueError(f"version {current!r} is the last one a channel can have")
+        raise ValueError(f"version {shown(current)} is the last one a channel can have")
     tail = base64.urlsafe_b64encode(random.getrandbits(64).to_bytes(8, "big")).rstrip(b"=").decode()
     return f"{number + 1:0{VERSION_DIGITS}x}.{tail}"
 
@@ -165,9 +189,16 @@ def dump_inline(serde: SerializerProtocol, values: Mapping[str, Any], *, where: 
     return out
 
 
-def load_inline(serde: SerializerProtocol, stored: Mapping[str, Sequence[str]] | None) -> dict[str, Any]:
+def load_inline(serde: SerializerProtocol, stored: Any, *, where: str) -> dict[str, Any]:
     """The values `dump_inline` kept."""
-    return {ch: load_value(serde, type_, base64.b64decode(data)) for ch, (type_, data) in (stored or {}).items()}
+    if not stored:
+        return {}
+    try:
+        pairs = [(ch, type_, base64.b64decode(data, validate=True)) for ch, (type_, data) in stored.items()]
+    except Exception as exc:
+        raise DeserializationError(f"{where}: the scalar channel values in its row are malformed "
+                                   f"({type(exc).__name__})") from exc
+    return {ch: load_value(serde, type_, data, where=f"{where}, channel {shown(ch)}") for ch, type_, data in pairs}
 
 
 def dump_value(serde: SerializerProtocol, value: Any, *, channel: str, where: str) -> tuple[str, bytes]:
@@ -176,13 +207,37 @@ def dump_value(serde: SerializerProtocol, value: Any, *, channel: str, where: st
         return serde.dumps_typed(value)
     except Exception as exc:
         raise SerializationError(
-            f"cannot serialize the value of channel {channel!r} ({where}): "
+            f"cannot serialize the value of channel {shown(channel)} ({where}): "
             f"{type(exc).__name__}: {exc}"
         ) from exc
 
 
-def load_value(serde: SerializerProtocol, type_: str, data: bytes | None) -> Any:
-    return serde.loads_typed((type_, data if data is not None else b""))
+Where = str | Callable[[], str]  # names a stored thing in an error; a callable is called only then
+
+
+def named(where: Where) -> str:
+    return where() if callable(where) else where
+
+
+def load_value(serde: SerializerProtocol, type_: str, data: bytes | None, *, where: Where | None = None) -> Any:
+    """Deserialize one stored value; any failure (a wrong key, foreign or corrupt bytes, a
+    type the serializer refuses) is a DeserializationError naming `where`. Without
+    `where` the caller wraps the error (see lists.decode_all)."""
+    try:
+        return checked_loads(serde, (type_, data if data is not None else b""))
+    except Exception as exc:
+        if where is None:
+            raise
+        raise DeserializationError(f"{named(where)}: {decode_failure(type_, exc)}") from exc
+
+
+def decode_failure(type_: Any, exc: BaseException) -> str:
+    """What went wrong decoding a stored value of `type_`, in a line (not the bytes)."""
+    if isinstance(exc, (BlockedTypeError, PlaintextRefusedError)):
+        return f"the stored value {exc}"
+    lines = str(exc).strip().splitlines()
+    detail = lines[0][:200] if lines else ""
+    return f"the stored value (type {shown(type_, 60)}) cannot be decoded: {type(exc).__name__}: {detail}".rstrip(": ")
 
 
 # -- metadata -----------------------------------------------------------------------
@@ -195,8 +250,10 @@ def merge_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> dict
     are kept: we store them exactly instead of stripping them.
     """
     merged: dict[str, Any] = {k: v for k, v in metadata.items() if k != "writes"}
-    for source in (config.get("metadata"), config.get("configurable")):
-        for key, value in (source or {}).items():
+    for section in ("metadata", "configurable"):
+        for key, value in (config.get(section) or {}).items():
+            if not isinstance(key, str):
+                raise ConfigError(f"config[{section!r}] has a key that is not a string: {shown(key)}")
             if key in merged or key in EXCLUDED_METADATA_KEYS or key.startswith("__"):
                 continue
             if isinstance(value, (str, int, bool, float)):
@@ -204,24 +261,54 @@ def merge_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> dict
     return merged
 
 
-def _jsonable(value: Any) -> Any:
-    """A JSON projection jsonb accepts: NUL escaped, non-JSON values as strings."""
+MAX_METADATA_DEPTH = 64  # levels of nesting in metadata and filters
+
+
+class _TooDeep(Exception):
+    pass
+
+
+class _LoneSurrogate(Exception):
+    pass
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """A JSON projection jsonb accepts: NUL escaped, non-JSON values as strings; refuses
+    nesting past MAX_METADATA_DEPTH and lone surrogates (neither jsonb nor the
+    serializer could keep them exactly)."""
     if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _LoneSurrogate(value) from None
         return value.replace("\x00", "\\u0000")
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (Mapping, list, tuple)) and depth >= MAX_METADATA_DEPTH:
+        raise _TooDeep
     if isinstance(value, Mapping):
-        return {_jsonable(str(k)): _jsonable(v) for k, v in value.items()}
+        return {_jsonable(str(k)): _jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [_jsonable(v, depth + 1) for v in value]
     return str(value)
+
+
+def project(document: Mapping[str, Any], what: str) -> Any:
+    """`document` (metadata or a filter) as jsonb can hold it, or ConfigError naming `what`."""
+    try:
+        return _jsonable(document)
+    except _TooDeep:
+        raise ConfigError(f"{what} nests deeper than {MAX_METADATA_DEPTH} levels") from None
+    except _LoneSurrogate as bad:
+        raise ConfigError(f"{what} holds {shown(bad.args[0])}, with a lone surrogate, which UTF-8 cannot encode") from None
 
 
 def dump_metadata(serde: SerializerProtocol, metadata: Mapping[str, Any]) -> tuple[str, bytes | None]:
     """The jsonb text (for filters and psql) and, when jsonb is lossy, the exact form."""
-    projected = _jsonable(metadata)
+    projected = project(metadata, "checkpoint metadata")
     exact = None
     if projected != metadata or _has_tuple(metadata):
         type_, data = dump_value(serde, dict(metadata), channel="<metadata>", where="checkpoint metadata")
@@ -239,23 +326,23 @@ def _has_tuple(value: Any) -> bool:
     return False
 
 
-def load_metadata(serde: SerializerProtocol, projected: Any, exact: bytes | None) -> dict[str, Any]:
+def load_metadata(serde: SerializerProtocol, projected: Any, exact: bytes | None, *, where: str = "metadata") -> dict[str, Any]:
     if exact is None:
         return projected
     type_, _, data = bytes(exact).partition(_EXACT_SEPARATOR)
-    return serde.loads_typed((type_.decode(), data))
+    return load_value(serde, type_.decode("utf-8", "replace"), data, where=f"{where}, its exact metadata")
 
 
 def filter_for_sql(filter: Mapping[str, Any] | None) -> str | None:
     """The filter as jsonb text for `metadata @> ...`, projected like stored metadata."""
     if not filter:
         return None
-    return json.dumps(_jsonable(dict(filter)), separators=(",", ":"))
+    return json.dumps(project(dict(filter), "list() filter"), separators=(",", ":"))
 
 
 def filter_needs_recheck(filter: Mapping[str, Any] | None) -> bool:
     """Whether SQL containment on the projection may admit rows the exact filter rejects."""
-    return bool(filter) and _jsonable(dict(filter)) != filter
+    return bool(filter) and project(dict(filter), "list() filter") != filter
 
 
 def metadata_contains(document: Any, pattern: Any) -> bool:
@@ -291,8 +378,14 @@ def put_params(
     """Parameters of `Statements.put`, the config that `put` returns, the objects to store
     first, and the list versions it stores (for the writer's memory)."""
     key = parse_config(config)
+    for field, kind in (("id", str), ("channel_values", Mapping), ("channel_versions", Mapping)):
+        if not isinstance(checkpoint, Mapping) or not isinstance(checkpoint.get(field), kind):
+            raise ConfigError(
+                f"put on thread {shown(key.thread_id)}: the checkpoint has no {field!r} "
+                f"({'a string' if kind is str else 'a mapping'}); pass the checkpoint LangGraph built"
+            )
     checkpoint_id = require_text(checkpoint["id"], "checkpoint id")
-    where = f"thread {key.thread_id!r}, checkpoint {checkpoint_id!r}"
+    where = f"thread {shown(key.thread_id)}, checkpoint {shown(checkpoint_id)}"
     values = checkpoint["channel_values"]
 
     channels, versions, types, blobs = [], [], [], []
@@ -309,8 +402,8 @@ def put_params(
         if channel not in values or channel in inline_values:
             continue
         channel = require_text(channel, "channel")
-        version = require_text(version, f"version of channel {channel!r}")
-        what = f"{where}, channel {channel!r}"
+        version = version_text(version, channel)
+        what = f"{where}, channel {shown(channel)}"
         value = values[channel]
         layout = list_layout.usable(value, version, lists.snapshot_every)
         base = (
@@ -354,17 +447,22 @@ def put_params(
     missing = [ch for ch, version in held if version is None]
     if missing:
         raise ConfigError(
-            f"channel {missing[0]!r} has a value but no entry in channel_versions ({where})"
+            f"channel {shown(missing[0])} has a value but no entry in channel_versions ({where})"
         )
     # The id is the row's checkpoint_id column; build_tuple puts it back.
     body = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}
     if inline_values:
         body["channel_values"] = inline_values
-    held = [(ch, version) for ch, version in held if ch not in inline_values]
+    held = [(ch, version_text(version, ch)) for ch, version in held if ch not in inline_values]
+    # The values it holds but does not write now must still be stored when it commits (a
+    # delete_thread or a prune may have taken them): else it writes nothing, and the
+    # saver sends it again writing every value it holds (see SaverCore._put_plan).
+    written = set(zip(channels, versions))
+    needed.extend(pair for pair in held if pair not in written)
     try:
         body_json = dump_json(body)
     except (TypeError, ValueError) as exc:
-        raise SerializationError(f"checkpoint {checkpoint_id!r} of thread {key.thread_id!r} is not JSON: {exc}") from exc
+        raise SerializationError(f"checkpoint {shown(checkpoint_id)} of thread {shown(key.thread_id)} is not JSON: {exc}") from exc
 
     stored_metadata = merge_metadata(config, metadata)
     metadata_json, metadata_exact = dump_metadata(serde, stored_metadata)
@@ -376,12 +474,12 @@ def put_params(
         "checkpoint_ns": key.checkpoint_ns,
         "checkpoint_id": checkpoint_id,
         "parent_checkpoint_id": key.checkpoint_id,
-        "run_id": require_text(run_id, "run_id").replace("\x00", "") if run_id is not None else None,
+        "run_id": id_text(run_id, "metadata['run_id']") if run_id is not None else None,
         "step": step if isinstance(step, int) and not isinstance(step, bool) and -(2**31) <= step < 2**31 else None,
         "source": source.replace("\x00", "") if isinstance(source, str) else None,
         "checkpoint": body_json,
         "value_channels": TextArray(require_text(ch, "channel") for ch, _ in held),
-        "value_versions": TextArray(str(version) for _, version in held),
+        "value_versions": TextArray(version for _, version in held),
         "metadata": metadata_json,
         "metadata_exact": metadata_exact,
         "channels": TextArray(channels),
@@ -464,14 +562,14 @@ def put_writes_params(
     delta uses them rather than storing them again.
     """
     key = parse_config(config, need_checkpoint_id=True)
-    where = f"thread {key.thread_id!r}, checkpoint {key.checkpoint_id!r}, task {task_id!r}"
+    where = f"thread {shown(key.thread_id)}, checkpoint {shown(key.checkpoint_id)}, task {shown(task_id)}"
     idx, channels, types, blobs, item_keys = [], [], [], [], []
     refs: list[ObjectRef | None] = []
     uploads: list[Upload] = []
     items: list[ItemRow] = []
     offers: list[tuple[str, list[tuple[bytes, list_layout.Location]]]] = []
     for i, (channel, value) in enumerate(writes):
-        what = f"{where}, write to channel {channel!r}"
+        what = f"{where}, write to channel {shown(channel)}"
         idx.append(WRITES_IDX_MAP.get(channel, i))
         channels.append(require_text(channel, "channel"))
         if (
@@ -596,8 +694,24 @@ def packable(task_id: str, channels: Sequence[str], refs: Sequence[ObjectRef | N
     )
 
 
-def unpack_writes(writes: Iterable[WriteRow]) -> list[WriteRow]:
-    """Rows as fetched, with each packed row turned back into its writes.
+def _unpacked_writes(data: bytes | None, where: str) -> list[tuple[int, str, str, bytes | None]]:
+    """The (idx, channel, type, bytes) of a packed writes row, checked entry by entry."""
+    try:
+        entries = ormsgpack.unpackb(data or b"")
+    except Exception as exc:
+        raise DeserializationError(f"{where}: its packed writes row cannot be decoded ({type(exc).__name__})") from exc
+    if not isinstance(entries, list) or not all(
+        isinstance(e, list) and len(e) == 4 and type(e[0]) is int and isinstance(e[1], str)
+        and isinstance(e[2], str) and (e[3] is None or isinstance(e[3], bytes))
+        for e in entries
+    ):
+        raise DeserializationError(f"{where}: its packed writes row is malformed (not [idx, channel, type, bytes] entries)")
+    return entries
+
+
+def unpack_writes(writes: Iterable[WriteRow], where: Callable[[str], str] = lambda task: f"task {shown(task)}") -> list[WriteRow]:
+    """Rows as fetched, with each packed row turned back into its writes (`where(task_id)`
+    names one for errors).
 
     A packed row is only written for a task with no writes at that checkpoint yet, so
     its writes came first: where a row of the same task has the same index (two re-runs
@@ -608,7 +722,7 @@ def unpack_writes(writes: Iterable[WriteRow]) -> list[WriteRow]:
     plain: list[WriteRow] = []
     for task_id, channel, path, idx, type_, data in sorted(writes, key=lambda w: w[3]):
         if type_ == PACKED_WRITES_TYPE:
-            packed.extend((task_id, ch, path, i, t, d) for i, ch, t, d in ormsgpack.unpackb(data))
+            packed.extend((task_id, ch, path, i, t, d) for i, ch, t, d in _unpacked_writes(data, where(task_id)))
         else:
             plain.append((task_id, channel, path, idx, type_, data))
     if not packed:
@@ -649,16 +763,33 @@ def build_tuple(
     row: CheckpointRow,
     values: Mapping[tuple[str, str], Any],
     writes: Iterable[WriteRow],
+    *,
+    required: Iterable[str] | None = None,
 ) -> CheckpointTuple:
-    """A CheckpointTuple from its row, its decoded values by (channel, version), its writes."""
-    channel_values = load_inline(serde, row.body.get("channel_values"))
+    """A CheckpointTuple from its row, its decoded values by (channel, version), its writes.
+
+    Every value the row holds must be among `values` (or, for a read that fetched only
+    some, those of the `required` channels): a missing one is an integrity error.
+    """
+    where = f"thread {shown(row.thread_id)}, checkpoint {shown(row.checkpoint_id)}"
+    channel_values = load_inline(serde, row.body.get("channel_values"), where=where)
+    needed = None if required is None else set(required)
     for channel, version in zip(row.value_channels, row.value_versions):
-        if (channel, version) in values:
+        try:
             channel_values[channel] = values[(channel, version)]
+        except KeyError:
+            if needed is not None and channel not in needed:
+                continue
+            raise CheckpointIntegrityError(
+                f"{where}: channel {shown(channel)} "
+                f"holds version {shown(version)}, whose value is not stored (its row was deleted, or the put "
+                "that wrote this checkpoint raced a delete); the state would lack the channel"
+            ) from None
     checkpoint = {**row.body, "id": row.checkpoint_id, "channel_values": channel_values}
     ordered = sorted(writes, key=lambda w: writes_sort_key(w[2], w[0], w[3]))
     pending: list[PendingWrite] = [
-        (task_id, channel, data if type_ is None else load_value(serde, type_, data))
+        (task_id, channel, data if type_ is None else load_value(
+            serde, type_, data, where=lambda t=task_id, c=channel: f"{where}, pending write of task {shown(t)} to channel {shown(c)}"))
         for task_id, channel, _path, _idx, type_, data in ordered
     ]
     key = CheckpointKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
@@ -668,7 +799,7 @@ def build_tuple(
     return CheckpointTuple(
         config=key.config(),
         checkpoint=checkpoint,  # type: ignore[arg-type]
-        metadata=load_metadata(serde, row.metadata, row.metadata_exact),  # type: ignore[arg-type]
+        metadata=load_metadata(serde, row.metadata, row.metadata_exact, where=where),  # type: ignore[arg-type]
         parent_config=parent,
         pending_writes=pending,
     )
@@ -701,12 +832,12 @@ def get_tuple_references(key: CheckpointKey, rows: Sequence[Sequence[Any]]) -> l
     for i, ref in references(rows):
         part, a, b, _, n = rows[i][:5]
         if part == "w":
-            what = f"pending write of task {a!r} to channel {b!r}"
+            what = f"pending write of task {shown(a)} to channel {shown(b)}"
         elif part == "i":
-            what = f"item {n} of channel {a!r} (version {b!r})"
+            what = f"item {n} of channel {shown(a)} (version {shown(b)})"
         else:
-            what = f"channel {a!r} (version {b!r})"
-        out.append((ref, f"thread {key.thread_id!r}, checkpoint {checkpoint_id!r}, {what}"))
+            what = f"channel {shown(a)} (version {shown(b)})"
+        out.append((ref, f"thread {shown(key.thread_id)}, checkpoint {shown(checkpoint_id)}, {what}"))
     return out
 
 
@@ -734,20 +865,24 @@ def tuple_from_union(
         if part == "c":
             row = CheckpointRow(key.thread_id, key.checkpoint_ns, a, b, load_json(doc), load_json(meta), data, chs, vers)
         elif part in ("v", "l") and type_ == list_layout.LIST_TYPE:
-            list_rows[(a, b)] = list_layout.stored(chs, data, vers)
+            list_rows[(a, b)] = list_layout.stored(
+                chs, data, vers, where=f"thread {shown(key.thread_id)}, channel {shown(a)} (version {shown(b)})")
             if part == "v":
                 wanted.append((a, b))
         elif part == "v":
-            values[(a, b)] = load_value(serde, type_, data)
+            values[(a, b)] = load_value(serde, type_, data, where=lambda a=a, b=b: (
+                f"thread {shown(key.thread_id)}, checkpoint {shown(row.checkpoint_id if row else None)}, "
+                f"channel {shown(a)} (version {shown(b)})"))
         elif part == "i":
-            fetched.setdefault((a, b), {})[n] = list_layout.unpacked(type_, data)  # inflated once, for the decode and the cache
+            fetched.setdefault((a, b), {})[n] = list_layout.unpacked_item(  # inflated once, for the decode and the cache
+                type_, data, lambda a=a, b=b, n=n: f"thread {shown(key.thread_id)}, channel {shown(a)}, version {shown(b)}, item {n}")
         elif part == "w":
             writes.append((a, b, c, n, type_, data))
     if row is None:
         return None, [], fetched
 
     def where(ch: str, v: str) -> str:
-        return f"thread {key.thread_id!r}, checkpoint {row.checkpoint_id!r}, channel {ch!r}"
+        return f"thread {shown(key.thread_id)}, checkpoint {shown(row.checkpoint_id)}, channel {shown(ch)}"
 
     raw_items = {**(held or {}), **fetched}
     for channel, version in [k for k in wanted if k in (known or {})]:
@@ -763,13 +898,13 @@ def tuple_from_union(
         values[(channel, version)] = value
         if state is not None:
             states.append((channel, state))
-    writes = unpack_writes(writes)
+    writes = unpack_writes(writes, lambda task: f"thread {shown(key.thread_id)}, checkpoint {shown(row.checkpoint_id)}, task {shown(task)}")
     if any(w[4] == list_layout.WRITE_ITEMS_TYPE for w in writes):
         by_channel: dict[str, dict[list_layout.Location, tuple[str, bytes]]] = {}
         for (channel, version), group in raw_items.items():
             by_channel.setdefault(channel, {}).update(((version, idx), raw) for idx, raw in group.items())
         writes = resolve_writes(
             serde, writes, lambda channel: by_channel.get(channel, {}), decoded=False,
-            where=lambda w: f"thread {key.thread_id!r}, checkpoint {row.checkpoint_id!r}, write of task {w[0]!r} to channel {w[1]!r}",
+            where=lambda w: f"thread {shown(key.thread_id)}, checkpoint {shown(row.checkpoint_id)}, write of task {shown(w[0])} to channel {shown(w[1])}",
         )
     return build_tuple(serde, row, values, writes), states, fetched

@@ -22,12 +22,14 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import Connection
+from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from . import schema as schema_sql
+from .arrays import Int8Array
 from .core import GC_BATCH, Plan, Query, SaverCore, has_rows
-from .errors import DatabaseUnavailableError
+from .errors import DatabaseUnavailableError, shown
 from .inflight import WritesInFlight
 from .retry import Attempts, RetryPolicy
 from .schema import DEFAULT_SCHEMA, quote_schema
@@ -140,20 +142,37 @@ class DurablePostgresSaver(SaverCore):
         payloads = self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
         return query.decode(self._attach_objects(query, fetched, payloads))
 
-    @staticmethod
-    def _send(conn: Connection, query: Query[Any]) -> list[Any]:
+    def _send(self, conn: Connection, query: Query[Any]) -> list[Any]:
         """One flight on an autocommit connection: pipeline mode sends the prepare with the statement.
 
         The cursor reads tuples whatever row factory the caller's connection has (a pool
         built for the official saver has `dict_row`): every decoder reads by position.
+        A statement with writer locks runs in a transaction that takes them first; on an
+        autocommit connection its BEGIN and COMMIT go in the same flight.
         """
+        locks = {"lock_keys": Int8Array(query.locks)} if query.locks else None
         with conn.cursor(binary=True, row_factory=tuple_row) as cur:
-            with conn.pipeline():
-                if conn.autocommit:
-                    cur.execute(query.sql, query.params)
-                else:
-                    with conn.transaction():
+            try:
+                with conn.pipeline():
+                    if conn.autocommit and locks is None:
                         cur.execute(query.sql, query.params)
+                    elif conn.autocommit:
+                        conn.execute("BEGIN", prepare=False)
+                        conn.execute(self._lock_sql, locks)
+                        cur.execute(query.sql, query.params)
+                        conn.execute("COMMIT", prepare=False)
+                    else:
+                        with conn.transaction():
+                            if locks is not None:
+                                conn.execute(self._lock_sql, locks)
+                            cur.execute(query.sql, query.params)
+            except BaseException:
+                if locks is not None and conn.autocommit and conn.info.transaction_status != TransactionStatus.IDLE:
+                    try:
+                        conn.rollback()  # the BEGIN it sent left a failed transaction open
+                    except Exception:
+                        pass  # a broken connection: the pool discards it
+                raise
             # Leaving the pipeline synced it: the results are here.
             return cur.fetchall() if has_rows(cur) else []
 
@@ -168,15 +187,22 @@ class DurablePostgresSaver(SaverCore):
             # whatever prepare_threshold the connection has: prepare=False sends them as
             # one simple query.
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                # A schema already current needs no DDL, so an app role with USAGE and DML
+                # only (no CREATE) can call setup(): read the ledger before anything else.
+                cur.execute(schema_sql.ledger_exists_sql(), {"schema": self.schema})
+                if (cur.fetchone())[0]:  # type: ignore[index]
+                    cur.execute(schema_sql.current_version_sql(quoted))
+                    if not schema_sql.pending(self.schema, (cur.fetchone())[0]):  # type: ignore[index]
+                        return
                 cur.execute(schema_sql.lock_sql(self.schema))
                 cur.execute(schema_sql.bootstrap_sql(quoted), prepare=False)
                 cur.execute(schema_sql.current_version_sql(quoted))
                 current = (cur.fetchone())[0]  # type: ignore[index]
                 for migration in schema_sql.pending(self.schema, current):
-                    cur.execute(migration.sql(quoted), prepare=False)
+                    cur.execute(migration.sql(self.schema), prepare=False)
                     cur.execute(schema_sql.record_sql(quoted), (migration.version, migration.name))
 
-        attempts = Attempts(self.retry, f"setup of schema {self.schema!r}")
+        attempts = Attempts(self.retry, f"setup of schema {shown(self.schema)}")
         while True:
             try:
                 with self._connection() as conn:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from .errors import ConfigError, SchemaVersionError
+from psycopg import sql
+
+from .errors import ConfigError, SchemaVersionError, shown
 
 DEFAULT_SCHEMA = "langgraph_durable"
 
@@ -23,8 +26,10 @@ class Migration:
     name: str
     template: str
 
-    def sql(self, quoted_schema: str) -> str:
-        return self.template.format(schema=quoted_schema)
+    def sql(self, schema: str) -> str:
+        """The step's SQL for `schema`: `{schema}` as an identifier, `{schema_literal}` as a
+        string literal (DO blocks build their statements with format('%I', ...))."""
+        return self.template.format(schema=quote_schema(schema), schema_literal=schema_literal(schema))
 
 
 @lru_cache(maxsize=1)
@@ -41,19 +46,48 @@ def migrations() -> tuple[Migration, ...]:
     return tuple(found)
 
 
+# A plain identifier: nothing in it can end a quoted name or a string literal, and the
+# whitespace/comment compaction of the hot statements (sql.compact) leaves it as it is.
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def validate_schema(schema: object) -> str:
+    """The schema name, if it is a plain PostgreSQL identifier; else ConfigError naming it."""
+    if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
+        raise ConfigError(
+            f"schema {shown(schema)} is not a plain PostgreSQL identifier: use letters, digits "
+            "and '_' (not a digit first), at most 63 characters"
+        )
+    if schema.lower().startswith("pg_"):
+        raise ConfigError(f"schema {shown(schema)} starts with 'pg_', which PostgreSQL reserves for system schemas")
+    return schema
+
+
 def quote_schema(schema: str) -> str:
-    """The schema name as a quoted SQL identifier; refuses names Postgres cannot hold."""
-    if not isinstance(schema, str) or not schema:
-        raise ConfigError(f"schema must be a non-empty string, got {schema!r}")
-    if "\x00" in schema or len(schema.encode()) > 63:
-        raise ConfigError(f"schema name {schema!r} is not a valid PostgreSQL identifier")
-    return '"' + schema.replace('"', '""') + '"'
+    """The schema name as a quoted SQL identifier (psycopg's quoting of a validated name)."""
+    return sql.Identifier(validate_schema(schema)).as_string()
+
+
+def schema_literal(schema: str) -> str:
+    """The schema name as a SQL string literal, for `format('%I', ...)` inside DO blocks."""
+    return sql.Literal(validate_schema(schema)).as_string()
 
 
 def advisory_lock_key(schema: str) -> int:
     """A stable signed 64-bit key, one per schema, for pg_advisory_xact_lock."""
     digest = hashlib.sha256(f"langgraph_pg_durable:{schema}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def thread_lock_keys(schema: str, thread_ids: Iterable[str]) -> list[int]:
+    """The advisory lock keys of threads' writers, sorted: every writer and deleter of a
+    thread takes its key first, and several keys are always taken in this order."""
+    keys = {
+        int.from_bytes(hashlib.blake2b(f"{schema}\x00{t}".encode(), digest_size=8, person=b"lgpd-thread").digest(),
+                       "big", signed=True)
+        for t in thread_ids
+    }
+    return sorted(keys)
 
 
 def lock_sql(schema: str) -> str:
@@ -72,6 +106,11 @@ def bootstrap_sql(quoted_schema: str) -> str:
     )
 
 
+def ledger_exists_sql() -> str:
+    """Whether the schema has a migrations ledger (the schema name a bound parameter)."""
+    return "SELECT to_regclass(format('%%I.schema_migrations', %(schema)s::text)) IS NOT NULL"
+
+
 def current_version_sql(quoted_schema: str) -> str:
     return f"SELECT coalesce(max(version), 0) FROM {quoted_schema}.schema_migrations"
 
@@ -85,7 +124,7 @@ def pending(schema: str, current: int) -> tuple[Migration, ...]:
     known = migrations()
     if current > len(known):
         raise SchemaVersionError(
-            f"schema {schema!r} is at version {current}, created by a newer "
+            f"schema {shown(schema)} is at version {current}, created by a newer "
             f"langgraph-pg-durable; this version knows migrations up to {len(known)}. "
             "Upgrade langgraph-pg-durable; the schema was left unchanged."
         )

@@ -41,24 +41,45 @@ class Statements:
 
     # -- writes ---------------------------------------------------------------
 
+    @staticmethod
+    def lock_threads() -> str:
+        """Take the writer locks of `lock_keys` (sorted), held to the end of the transaction.
+        Sent before a write or delete, in its transaction, so that the statement's snapshot
+        is taken after the thread's other writer committed (see Query.locks)."""
+        return "SELECT pg_advisory_xact_lock(k) FROM unnest(%(lock_keys)b::int8[]) AS k"
+
+    def _missing_bases(self) -> str:
+        """One row when a stored value the put relies on (a version it holds but does not
+        write, or a list version its deltas extend) is not there."""
+        return f"""(SELECT 1 FROM unnest(%(base_channels)b::text[], %(base_versions)b::text[]) AS b(channel, version)
+     WHERE NOT EXISTS (
+        SELECT 1 FROM {self.q}.channel_values v
+        WHERE v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
+          AND v.channel = b.channel AND v.version = b.version)
+     LIMIT 1)"""
+
     def put_plain(self) -> str:
-        """`put` for the common case: no list in the delta layout, nothing offloaded."""
+        """`put` for the common case: no list in the delta layout, nothing offloaded. Writes
+        nothing when a value it holds but does not write is not stored."""
         s = self.q
         return f"""
-WITH stored_values AS (
+WITH missing_bases AS MATERIALIZED {self._missing_bases()},
+stored_values AS (
     INSERT INTO {s}.channel_values (thread_id, checkpoint_ns, channel, version, type, value)
     SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value
     FROM unnest(%(channels)b::text[], %(versions)b::text[], %(types)b::text[], %(values)b::bytea[])
         AS v(channel, version, type, value)
+    WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
 )
 INSERT INTO {s}.checkpoints (
     thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
     checkpoint, value_channels, value_versions, metadata, metadata_exact)
-VALUES (
+SELECT
     %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_checkpoint_id)s, %(run_id)s,
     %(step)s, %(source)s, %(checkpoint)s::jsonb, %(value_channels)b::text[],
-    %(value_versions)b::text[], %(metadata)s::jsonb, %(metadata_exact)s)
+    %(value_versions)b::text[], %(metadata)s::jsonb, %(metadata_exact)s
+WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
 {self._checkpoint_conflict()}"""
 
     @staticmethod
@@ -79,16 +100,11 @@ RETURNING 1"""
         """`put` with lists in the delta layout and offloaded values."""
         s = self.q
         return f"""
--- The stored list versions this put's deltas extend (or whose items its snapshots reuse)
--- must still be there: if one was pruned meanwhile, nothing is written and the caller
--- sends the put again with snapshots.
-WITH missing_bases AS (
-    (SELECT 1 FROM unnest(%(base_channels)b::text[], %(base_versions)b::text[]) AS b(channel, version)
-     WHERE NOT EXISTS (
-        SELECT 1 FROM {s}.channel_values v
-        WHERE v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
-          AND v.channel = b.channel AND v.version = b.version)
-     LIMIT 1)
+-- The stored values this put holds without writing them, and the list versions its deltas
+-- extend (or whose items its snapshots reuse), must still be there: if one was pruned or
+-- deleted meanwhile, nothing is written and the caller sends the put again, whole.
+WITH missing_bases AS MATERIALIZED (
+    {self._missing_bases()}
     UNION ALL
     -- Items a pending write stored (a group is written whole, so its first item will do).
     (SELECT 1 FROM unnest(%(base_item_channels)b::text[], %(base_item_versions)b::text[]) AS b(channel, version)
@@ -522,6 +538,10 @@ WHERE i.thread_id IN (SELECT thread_id FROM doomed)
             " SELECT * FROM unnest(%(keep_threads)b::text[], %(keep_namespaces)b::text[], %(keep_ids)b::text[]))"
         )
 
+    def run_threads(self) -> str:
+        """The threads that hold checkpoints of the runs (through the run_id index)."""
+        return f"SELECT DISTINCT thread_id FROM {self.q}.checkpoints WHERE run_id = ANY(%(run_ids)s)"
+
     def run_lanes(self) -> str:
         """Every checkpoint of each (thread, namespace) the runs wrote to, as the parent
         links and DeltaChannel counters delete_for_runs walks, doomed or not."""
@@ -560,21 +580,25 @@ WHERE thread_id = ANY(%(thread_ids)s)
 ORDER BY thread_id, checkpoint_ns, checkpoint_id DESC"""
 
     def copy_thread(self) -> str:
+        """Copy every row of `source` to `target`, unless `target` has checkpoints already
+        (then nothing is written). Returns one row: whether the target was taken."""
         s = self.q
         return f"""
-WITH copied_values AS (
+WITH taken AS MATERIALIZED (
+    SELECT EXISTS (SELECT 1 FROM {s}.checkpoints WHERE thread_id = %(target)s) AS taken
+), copied_values AS (
     INSERT INTO {s}.channel_values (
         thread_id, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size,
         list_chain, item_versions)
     SELECT %(target)s, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size,
            list_chain, item_versions
-    FROM {s}.channel_values WHERE thread_id = %(source)s
+    FROM {s}.channel_values WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
 ), copied_items AS (
     INSERT INTO {s}.channel_items (
         thread_id, checkpoint_ns, channel, version, idx, type, value, object_key, object_sha256, object_size)
     SELECT %(target)s, checkpoint_ns, channel, version, idx, type, value, object_key, object_sha256, object_size
-    FROM {s}.channel_items WHERE thread_id = %(source)s
+    FROM {s}.channel_items WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version, idx) DO NOTHING
 ), copied_writes AS (
     INSERT INTO {s}.checkpoint_writes (
@@ -582,13 +606,15 @@ WITH copied_values AS (
         object_key, object_sha256, object_size, item_version)
     SELECT %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value,
            object_key, object_sha256, object_size, item_version
-    FROM {s}.checkpoint_writes WHERE thread_id = %(source)s
+    FROM {s}.checkpoint_writes WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
+), copied AS (
+    INSERT INTO {s}.checkpoints (
+        thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
+        checkpoint, value_channels, value_versions, metadata, metadata_exact)
+    SELECT %(target)s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
+           checkpoint, value_channels, value_versions, metadata, metadata_exact
+    FROM {s}.checkpoints WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING
 )
-INSERT INTO {s}.checkpoints (
-    thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
-    checkpoint, value_channels, value_versions, metadata, metadata_exact)
-SELECT %(target)s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
-       checkpoint, value_channels, value_versions, metadata, metadata_exact
-FROM {s}.checkpoints WHERE thread_id = %(source)s
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING"""
+SELECT taken FROM taken"""

@@ -7,9 +7,10 @@ import psycopg
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from psycopg import errors as pg_errors
-from psycopg_pool import PoolClosed
+from psycopg_pool import PoolClosed, PoolTimeout
 
-from langgraph_pg_durable import DatabaseUnavailableError, RetryPolicy
+from langgraph_pg_durable import DatabaseUnavailableError, RetryPolicy, StatementError
+from langgraph_pg_durable.errors import shown
 from langgraph_pg_durable.retry import Attempts, is_transient
 from langgraph_pg_durable.offload import Placement
 from langgraph_pg_durable.rows import (
@@ -51,6 +52,16 @@ def test_a_thread_begun_with_long_versions_keeps_them() -> None:
         (PoolClosed("the pool 'langgraph-pg-durable' is already closed"), False),
         (pg_errors.UniqueViolation("x"), False),
         (ValueError("x"), False),
+        (pg_errors.CannotConnectNow("x"), True),
+        (pg_errors.TooManyConnections("x"), True),
+        (pg_errors.ConnectionFailure("x"), True),
+        (pg_errors.CrashShutdown("x"), True),
+        (PoolTimeout("couldn't get a connection after 30.00 sec"), True),
+        # Permanent: a 1 MB key was once retried for 8 s as "transient".
+        (pg_errors.ProgramLimitExceeded("index row size 1048808 exceeds maximum 2704"), False),
+        (pg_errors.InsufficientPrivilege("permission denied for schema x"), False),
+        (pg_errors.DiskFull("could not extend file"), False),
+        (pg_errors.UndefinedTable("relation does not exist"), False),
     ],
 )
 def test_transient_errors(exc: Exception, transient: bool) -> None:
@@ -66,10 +77,20 @@ def test_attempts_are_bounded_and_end_in_a_clear_error() -> None:
         attempts.next_delay(exc)
 
 
-def test_a_permanent_error_is_raised_at_once() -> None:
-    attempts = Attempts(RetryPolicy(), "get_tuple")
-    with pytest.raises(pg_errors.UniqueViolation):
+def test_a_permanent_error_is_raised_at_once_as_a_named_error() -> None:
+    attempts = Attempts(RetryPolicy(), "get_tuple on thread 't'")
+    with pytest.raises(StatementError, match="get_tuple on thread 't' failed.*23505") as raised:
         attempts.next_delay(pg_errors.UniqueViolation("dup"))
+    assert raised.value.sqlstate == "23505" and isinstance(raised.value.__cause__, pg_errors.UniqueViolation)
+    assert attempts.count == 1
+
+
+def test_messages_quote_a_huge_id_shortly() -> None:
+    huge = "t" * 1_000_000
+    attempts = Attempts(RetryPolicy(max_attempts=1), f"put on thread {shown(huge)}")
+    with pytest.raises(DatabaseUnavailableError) as raised:
+        attempts.next_delay(psycopg.OperationalError("x" * 1_000_000))
+    assert len(str(raised.value)) < 1_000 and "1,000,002 characters" in str(raised.value)
 
 
 def test_metadata_contains_follows_jsonb_containment() -> None:

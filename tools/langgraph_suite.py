@@ -3,7 +3,7 @@
 Takes the sdist of the installed langgraph from the package index, extracts its
 `tests/`, makes our savers the implementation of its `sync_checkpointer` and
 `async_checkpointer` fixtures (see `langgraph_suite_fixtures.py`), and runs every
-test that takes one of them (see `langgraph_suite_plugin.py`), once per pool flavour:
+test that takes one of them (see `langgraph_suite_plugin.py`), once per flavour (see FLAVOURS):
 
     python tools/langgraph_suite.py                  # both flavours, every test
     python tools/langgraph_suite.py --pool docs      # the official docs' pool only
@@ -34,7 +34,14 @@ from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "tools"
-FLAVOURS = ("docs", "tuple")
+# Per flavour: the pool, the serializer, and LangGraph's msgpack mode. The docs flavour
+# runs our saver's own strict serializer under LangGraph's strict mode (which adds each
+# graph's state types to the allowlist, as a strict saver expects); the tuple flavour
+# gives our saver LangGraph's permissive default, as the official fixture's saver has.
+FLAVOURS: dict[str, dict[str, str]] = {
+    "docs": {"LGPD_SUITE_POOL": "docs", "LGPD_SUITE_SERDE": "default", "LANGGRAPH_STRICT_MSGPACK": "true"},
+    "tuple": {"LGPD_SUITE_POOL": "tuple", "LGPD_SUITE_SERDE": "langgraph", "LANGGRAPH_STRICT_MSGPACK": "false"},
+}
 FIXTURE_NAMES = ("sync_checkpointer", "async_checkpointer")
 CONFTEST_HOOK = (
     "\n\n# Added by langgraph-pg-durable's tools/langgraph_suite.py: our savers are the checkpointers.\n"
@@ -94,7 +101,7 @@ def run_flavour(root: Path, files: list[str], dsn: str, flavour: str, extra: lis
         "PYTHONPATH": os.pathsep.join(filter(None, [str(TOOLS), os.environ.get("PYTHONPATH")])),
         "NO_DOCKER": "true",  # LangGraph's other fixtures then use in-memory stores and caches
         "LGPD_SUITE_DSN": dsn,
-        "LGPD_SUITE_POOL": flavour,
+        **FLAVOURS[flavour],
         "LGPD_SUITE_COUNTS": str(counts_file),
     }
     command = [
@@ -103,7 +110,7 @@ def run_flavour(root: Path, files: list[str], dsn: str, flavour: str, extra: lis
         "-p", "no:cacheprovider", "-q", "--no-header", "-o", "console_output_style=classic",
         *files, *extra,
     ]
-    print(f"langgraph suite ({flavour} pool): {' '.join(command[1:])}", flush=True)
+    print(f"langgraph suite ({flavour} pool, {FLAVOURS[flavour]}): {' '.join(command[1:])}", flush=True)
     start = time.perf_counter()
     subprocess.run(command, cwd=root, env=env)
     seconds = time.perf_counter() - start
@@ -135,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     database = f"lgpd_suite_{uuid.uuid4().hex[:8]}"
     try:
         dsn = server.create_database(database)
-        flavours = FLAVOURS if args.pool == "both" else (args.pool,)
+        flavours = tuple(FLAVOURS) if args.pool == "both" else (args.pool,)
         results = {flavour: run_flavour(root, files, dsn, flavour, args.pytest_args) for flavour in flavours}
     finally:
         with psycopg.connect(server.dsn, autocommit=True) as conn:

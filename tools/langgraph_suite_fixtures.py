@@ -6,7 +6,9 @@ that takes them runs against a fresh schema on a real PostgreSQL server.
 
 Environment: `LGPD_SUITE_DSN` (the server), `LGPD_SUITE_POOL` (`docs`: the pool the
 official saver's documentation prescribes, `dict_row` and `prepare_threshold=0`;
-`tuple`: a plain autocommit pool with psycopg's defaults).
+`tuple`: a plain autocommit pool with psycopg's defaults), `LGPD_SUITE_SERDE`
+(`default`: the saver's own strict serializer; `langgraph`: LangGraph's permissive
+`JsonPlusSerializer()`, the one the official fixture's saver has).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -41,6 +44,13 @@ def _pool_kwargs() -> dict[str, Any]:
     return POOL_KWARGS[flavour]
 
 
+def _serde() -> JsonPlusSerializer | None:
+    choice = os.environ.get("LGPD_SUITE_SERDE", "default")
+    if choice not in ("default", "langgraph"):
+        raise RuntimeError(f"LGPD_SUITE_SERDE must be 'default' or 'langgraph', got {choice!r}")
+    return JsonPlusSerializer() if choice == "langgraph" else None
+
+
 def _schema() -> str:
     return f"lgsuite_{secrets.token_hex(8)}"  # not uuid4: some tests patch it
 
@@ -55,7 +65,7 @@ def sync_checkpointer(request: pytest.FixtureRequest) -> Iterator[DurablePostgre
     schema = _schema()
     try:
         with ConnectionPool(_dsn(), max_size=10, kwargs=_pool_kwargs()) as pool:
-            saver = DurablePostgresSaver(pool, schema=schema)
+            saver = DurablePostgresSaver(pool, schema=schema, serde=_serde())
             saver.setup()
             yield saver
     finally:
@@ -67,7 +77,7 @@ async def async_checkpointer(request: pytest.FixtureRequest) -> AsyncIterator[As
     schema = _schema()
     try:
         async with AsyncConnectionPool(_dsn(), max_size=10, kwargs=_pool_kwargs(), open=False) as pool:
-            saver = AsyncDurablePostgresSaver(pool, schema=schema)
+            saver = AsyncDurablePostgresSaver(pool, schema=schema, serde=_serde())
             await saver.setup()
             yield saver
     finally:

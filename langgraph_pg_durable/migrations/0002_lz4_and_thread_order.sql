@@ -4,8 +4,8 @@
 -- Rows already stored keep their compression. Without lz4 the default stays.
 DO $lz4$
 BEGIN
-    EXECUTE 'ALTER TABLE {schema}.channel_values ALTER COLUMN value SET COMPRESSION lz4';
-    EXECUTE 'ALTER TABLE {schema}.checkpoint_writes ALTER COLUMN value SET COMPRESSION lz4';
+    EXECUTE format('ALTER TABLE %I.channel_values ALTER COLUMN value SET COMPRESSION lz4', {schema_literal});
+    EXECUTE format('ALTER TABLE %I.checkpoint_writes ALTER COLUMN value SET COMPRESSION lz4', {schema_literal});
 EXCEPTION WHEN feature_not_supported OR syntax_error THEN
     RAISE NOTICE 'lz4 is not available on this server; values keep the default compression';
 END

@@ -25,7 +25,7 @@ CREATE INDEX IF NOT EXISTS channel_items_object_key_idx
 
 DO $lz4$
 BEGIN
-    EXECUTE 'ALTER TABLE {schema}.channel_items ALTER COLUMN value SET COMPRESSION lz4';
+    EXECUTE format('ALTER TABLE %I.channel_items ALTER COLUMN value SET COMPRESSION lz4', {schema_literal});
 EXCEPTION WHEN feature_not_supported OR syntax_error THEN
     NULL;
 END

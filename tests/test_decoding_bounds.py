@@ -1,0 +1,148 @@
+"""Bounded decoding: item sizes known at write time are enforced at read, counts are
+checked against the rows fetched, and each item decodes from exactly its own bytes."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import ormsgpack
+import psycopg
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langgraph.checkpoint.base import empty_checkpoint
+from psycopg import sql
+
+from langgraph_pg_durable import DeserializationError, DurablePostgresSaver, ListIntegrityError
+from langgraph_pg_durable.lists import COMPRESSED, LEGACY_COMPRESSED, packed, unpacked
+from langgraph_pg_durable.msgpack_frame import is_one_object, object_end
+
+# -- without a server -------------------------------------------------------------------------
+
+msgpack_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False)
+    | st.text(max_size=300) | st.binary(max_size=300),
+    lambda children: st.lists(children, max_size=20) | st.dictionaries(st.text(max_size=10), children, max_size=20),
+    max_leaves=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(msgpack_values, msgpack_values)
+def test_the_frame_of_one_object_is_exactly_its_bytes(first: Any, second: Any) -> None:
+    a, b = ormsgpack.packb(first), ormsgpack.packb(second)
+    assert object_end(a) == len(a) and is_one_object(a)
+    assert object_end(a + b) == len(a)  # two objects: the first ends where the second begins
+    assert not is_one_object(a + b)
+    assert not is_one_object(a[:-1]) or len(a) == 0
+
+
+def test_ext_types_are_framed_by_their_length() -> None:
+    for size in (1, 2, 4, 8, 16, 3, 300, 70_000):
+        data = ormsgpack.packb(ormsgpack.Ext(5, b"x" * size))
+        assert is_one_object(data) and not is_one_object(data + b"\xc0")
+
+
+@pytest.mark.parametrize("garbage", [b"", b"\xc1", b"\xdd\xff\xff\xff\xff", b"\xc6\x00\x10\x00\x00ab", b"\x92\x01"])
+def test_bytes_that_are_not_one_object(garbage: bytes) -> None:
+    assert not is_one_object(garbage)
+
+
+def test_a_compressed_item_inflates_to_exactly_its_stated_size() -> None:
+    data = b"hello world " * 500
+    type_, stored = packed("msgpack", data)
+    assert type_ == "msgpack" + COMPRESSED and int.from_bytes(stored[:4], "big") == len(data)
+    assert unpacked(type_, stored) == ("msgpack", data)
+    bomb = zlib.compress(b"\x00" * (64 << 20), 9)  # 64 MiB of zeros in ~65 KB
+    with pytest.raises(ValueError, match="past its size"):
+        unpacked(type_, (1000).to_bytes(4, "big") + bomb)  # states 1,000 bytes: inflation stops there
+    with pytest.raises(ValueError, match="not the 9,999"):
+        unpacked(type_, (9999).to_bytes(4, "big") + stored[4:])
+    with pytest.raises(ValueError, match="past"):
+        unpacked(type_, (2**31).to_bytes(4, "big") + stored[4:])
+    with pytest.raises(ValueError):
+        unpacked(type_, stored + b"trailing")
+
+
+def test_an_item_compressed_before_sizes_were_stored_still_reads() -> None:
+    data = b"legacy " * 400
+    assert unpacked("msgpack" + LEGACY_COMPRESSED, zlib.compress(data)) == ("msgpack", data)
+
+
+# -- on a server ------------------------------------------------------------------------------
+
+
+def _list_thread(saver: DurablePostgresSaver, thread_id: str, items: list[Any]) -> dict:
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"items": items}
+    checkpoint["channel_versions"] = {"items": saver.get_next_version(None, None)}
+    return saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint,
+                     {"source": "input", "step": -1}, dict(checkpoint["channel_versions"]))
+
+
+def _execute(pg_dsn: str, schema: str, statement: str, *args: Any) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        assert conn.execute(sql.SQL(statement).format(s=sql.Identifier(schema)), args).rowcount >= 1
+
+
+@pytest.fixture
+def threads(pg_dsn: str, schema_name: str):
+    items = [f"item {i} " * 200 for i in range(10)]  # past 1 KiB each: stored compressed
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        yield _list_thread(saver, "kept", items), _list_thread(saver, "t", items), items
+
+
+def _read_fails(pg_dsn: str, schema: str, config: dict, error: type[Exception], *names: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema) as fresh:
+        with pytest.raises(error) as failure:
+            fresh.get_tuple(config)
+        with pytest.raises(error):
+            list(fresh.list({"configurable": {"thread_id": "t"}}))
+    for name in names:
+        assert name in str(failure.value), (name, str(failure.value))
+
+
+def _kept_reads(pg_dsn: str, schema: str, kept: dict, items: list[Any]) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema) as fresh:
+        assert fresh.get_tuple(kept).checkpoint["channel_values"]["items"] == items
+
+
+def test_a_planted_zip_bomb_item_is_refused_by_its_stated_size(pg_dsn: str, schema_name: str, threads) -> None:
+    kept, config, items = threads
+    bomb = (2000).to_bytes(4, "big") + zlib.compress(b"\x00" * (256 << 20), 9)  # 256 MiB in ~260 KB
+    _execute(pg_dsn, schema_name, "UPDATE {s}.channel_items SET value = %s WHERE thread_id = 't' AND idx = 4", bomb)
+    _read_fails(pg_dsn, schema_name, config, DeserializationError, "'t'", "'items'", "item 4", "past its size")
+    _kept_reads(pg_dsn, schema_name, kept, items)
+
+
+def test_a_count_in_a_list_row_is_checked_against_the_items_fetched(pg_dsn: str, schema_name: str, threads) -> None:
+    kept, config, items = threads
+    _execute(pg_dsn, schema_name, """UPDATE {s}.channel_values SET value = '{{"n":[1000000000000]}}'
+                                     WHERE thread_id = 't' AND list_chain IS NOT NULL""")
+    _read_fails(pg_dsn, schema_name, config, ListIntegrityError, "'t'", "'items'", "999,999,999,999", "10 are stored")
+    _kept_reads(pg_dsn, schema_name, kept, items)
+
+
+def test_an_item_row_holding_two_objects_does_not_shift_the_others(pg_dsn: str, schema_name: str, threads) -> None:
+    kept, config, items = threads
+    two = ormsgpack.packb("first") + ormsgpack.packb("second")
+    _execute(pg_dsn, schema_name, "UPDATE {s}.channel_items SET type = 'msgpack', value = %s "
+                                  "WHERE thread_id = 't' AND idx = 2", two)
+    _read_fails(pg_dsn, schema_name, config, DeserializationError, "'t'", "'items'", "not exactly one msgpack object")
+    _kept_reads(pg_dsn, schema_name, kept, items)
+
+
+def test_items_stored_compressed_before_sizes_were_kept_read_back(pg_dsn: str, schema_name: str, threads) -> None:
+    _, config, items = threads
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        rows = conn.execute(sql.SQL("SELECT idx, type, value FROM {}.channel_items WHERE thread_id = 't'")
+                            .format(sql.Identifier(schema_name))).fetchall()
+        assert rows and all(t.endswith(COMPRESSED) for _, t, _ in rows)
+        for idx, type_, value in rows:  # rewrite each as the earlier format stored it
+            legacy = type_[: -len(COMPRESSED)] + LEGACY_COMPRESSED
+            conn.execute(sql.SQL("UPDATE {}.channel_items SET type = %s, value = %s WHERE thread_id = 't' AND idx = %s")
+                         .format(sql.Identifier(schema_name)), (legacy, bytes(value)[4:], idx))
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        assert fresh.get_tuple(config).checkpoint["channel_values"]["items"] == items

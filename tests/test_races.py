@@ -1,0 +1,147 @@
+"""Writers and deleters of one thread never interleave: each takes the thread's writer
+lock before its statement, in its transaction. The interleavings are forced: the test
+holds the lock (as the other party would), waits until the saver's call is blocked on
+it (pg_locks shows the waiter), then commits."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+
+from langgraph_pg_durable import DurablePostgresSaver
+from langgraph_pg_durable.schema import thread_lock_keys
+
+NOTES = [f"note {i}" for i in range(400)]  # a list in the delta layout
+
+
+def _put(saver: DurablePostgresSaver, config: dict, values: dict[str, Any], versions: dict[str, str],
+         new: dict[str, str], step: int) -> dict:
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = dict(values)
+    checkpoint["channel_versions"] = dict(versions)
+    return saver.put(config, checkpoint, {"source": "loop", "step": step}, new)
+
+
+def _history(saver: DurablePostgresSaver) -> tuple[dict, dict[str, str]]:
+    """Two checkpoints of thread 't': a doc and a growing list; returns the second and its versions."""
+    v1 = {"doc": saver.get_next_version(None, None), "notes": saver.get_next_version(None, None)}
+    first = _put(saver, {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+                 {"doc": {"v": 1}, "notes": NOTES}, v1, v1, 0)
+    v2 = {**v1, "notes": saver.get_next_version(v1["notes"], None)}
+    second = _put(saver, first, {"doc": {"v": 1}, "notes": [*NOTES, "more"]}, v2, {"notes": v2["notes"]}, 1)
+    return second, v2
+
+
+class InBackground:
+    """Runs a call in a thread; `result()` joins it and returns (or raises) its outcome."""
+
+    def __init__(self, call: Callable[[], Any]) -> None:
+        self.outcome: list[Any] = []
+        self.thread = threading.Thread(target=self._run, args=(call,), daemon=True)
+        self.thread.start()
+
+    def _run(self, call: Callable[[], Any]) -> None:
+        try:
+            self.outcome.append(("ok", call()))
+        except BaseException as exc:  # handed to the test
+            self.outcome.append(("error", exc))
+
+    def result(self) -> Any:
+        self.thread.join(timeout=60)
+        kind, value = self.outcome[0]
+        if kind == "error":
+            raise value
+        return value
+
+
+def wait_until_blocked_on_a_writer_lock(pg_dsn: str, call: InBackground, *, timeout: float = 30.0) -> None:
+    """Return once another backend waits for an advisory lock (the call is blocked on it).
+    A precondition polled for, not a sleep standing in for a result: it fails if the call
+    finished without waiting."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        while True:
+            waiting = conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").fetchone()[0]
+            if waiting:
+                return
+            assert call.thread.is_alive(), f"the call did not wait for the writer lock: {call.outcome}"
+            assert time.monotonic() < deadline, "the call never blocked on the writer lock"
+            time.sleep(0.01)
+
+
+@pytest.fixture
+def saver(pg_dsn: str, schema_name: str):
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        yield saver
+
+
+def test_a_put_waits_for_a_delete_thread_and_then_writes_a_whole_checkpoint(
+    saver: DurablePostgresSaver, pg_dsn: str, schema_name: str
+) -> None:
+    second, v2 = _history(saver)
+    with psycopg.connect(pg_dsn) as deleter:  # a delete_thread in flight: lock held, rows deleted, not committed
+        deleter.execute("SELECT pg_advisory_xact_lock(%s)", thread_lock_keys(schema_name, ["t"]))
+        deleter.execute(saver.sql.delete_threads(), {"thread_ids": ["t"]})
+        v3 = {**v2, "notes": saver.get_next_version(v2["notes"], None)}
+        values = {"doc": {"v": 1}, "notes": [*NOTES, "more", "and more"]}
+        put = InBackground(lambda: _put(saver, second, values, v3, {"notes": v3["notes"]}, 2))
+        wait_until_blocked_on_a_writer_lock(pg_dsn, put)
+        deleter.commit()
+    third = put.result()
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        assert fresh.get_tuple(third).checkpoint["channel_values"] == values
+        assert [t.config for t in fresh.list({"configurable": {"thread_id": "t"}})] == [third]
+
+
+def test_a_delete_thread_waits_for_a_put_and_then_deletes_it_too(
+    saver: DurablePostgresSaver, pg_dsn: str, schema_name: str
+) -> None:
+    second, v2 = _history(saver)
+    with psycopg.connect(pg_dsn) as writer, writer.transaction():  # a put in flight, not committed
+        in_flight = DurablePostgresSaver(writer, schema=schema_name)
+        v3 = {**v2, "notes": in_flight.get_next_version(v2["notes"], None)}
+        _put(in_flight, second, {"doc": {"v": 1}, "notes": [*NOTES, "x"]}, v3, {"notes": v3["notes"]}, 2)
+        delete = InBackground(lambda: saver.delete_thread("t"))
+        wait_until_blocked_on_a_writer_lock(pg_dsn, delete)
+    delete.result()
+    with psycopg.connect(pg_dsn) as conn:
+        left = [conn.execute(f'SELECT count(*) FROM "{schema_name}".{table} WHERE thread_id = %s', ["t"]).fetchone()[0]
+                for table in ("checkpoints", "channel_values", "channel_items", "checkpoint_writes")]
+    assert left == [0, 0, 0, 0]
+
+
+def test_a_prune_waits_for_a_put_and_keeps_what_it_needs(
+    saver: DurablePostgresSaver, pg_dsn: str, schema_name: str
+) -> None:
+    second, v2 = _history(saver)
+    with psycopg.connect(pg_dsn) as writer, writer.transaction():
+        in_flight = DurablePostgresSaver(writer, schema=schema_name)
+        v3 = {**v2, "notes": in_flight.get_next_version(v2["notes"], None)}
+        values = {"doc": {"v": 1}, "notes": [*NOTES, "more", "x"]}
+        third = _put(in_flight, second, values, v3, {"notes": v3["notes"]}, 2)
+        prune = InBackground(lambda: saver.prune(["t"]))
+        wait_until_blocked_on_a_writer_lock(pg_dsn, prune)
+    prune.result()
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        assert [t.config for t in fresh.list({"configurable": {"thread_id": "t"}})] == [third]
+        assert fresh.get_tuple(third).checkpoint["channel_values"] == values
+
+
+def test_writes_wait_for_a_delete_thread(saver: DurablePostgresSaver, pg_dsn: str, schema_name: str) -> None:
+    second, _ = _history(saver)
+    with psycopg.connect(pg_dsn) as deleter:
+        deleter.execute("SELECT pg_advisory_xact_lock(%s)", thread_lock_keys(schema_name, ["t"]))
+        deleter.execute(saver.sql.delete_threads(), {"thread_ids": ["t"]})
+        writes = InBackground(lambda: saver.put_writes(second, [("doc", {"w": 1}), ("x", 2)], "task"))
+        wait_until_blocked_on_a_writer_lock(pg_dsn, writes)
+        deleter.commit()
+    writes.result()
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute(f'SELECT count(*) FROM "{schema_name}".checkpoint_writes').fetchone()[0] == 1
