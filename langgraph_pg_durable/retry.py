@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import psycopg
-from psycopg import errors as pg_errors
 from psycopg_pool import PoolClosed, PoolTimeout
 
 from .errors import DatabaseUnavailableError, StatementError

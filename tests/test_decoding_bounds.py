@@ -11,9 +11,9 @@ import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langgraph.checkpoint.base import empty_checkpoint
 from psycopg import sql
 
+from checkpoints import first_put
 from langgraph_pg_durable import DeserializationError, DurablePostgresSaver, ListIntegrityError
 from langgraph_pg_durable.lists import COMPRESSED, LEGACY_COMPRESSED, packed, unpacked
 from langgraph_pg_durable.msgpack_frame import is_one_object, object_end
@@ -73,14 +73,6 @@ def test_an_item_compressed_before_sizes_were_stored_still_reads() -> None:
 # -- on a server ------------------------------------------------------------------------------
 
 
-def _list_thread(saver: DurablePostgresSaver, thread_id: str, items: list[Any]) -> dict:
-    checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = {"items": items}
-    checkpoint["channel_versions"] = {"items": saver.get_next_version(None, None)}
-    return saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint,
-                     {"source": "input", "step": -1}, dict(checkpoint["channel_versions"]))
-
-
 def _execute(pg_dsn: str, schema: str, statement: str, *args: Any) -> None:
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         assert conn.execute(sql.SQL(statement).format(s=sql.Identifier(schema)), args).rowcount >= 1
@@ -91,7 +83,7 @@ def threads(pg_dsn: str, schema_name: str):
     items = [f"item {i} " * 200 for i in range(10)]  # past 1 KiB each: stored compressed
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
         saver.setup()
-        yield _list_thread(saver, "kept", items), _list_thread(saver, "t", items), items
+        yield first_put(saver, "kept", {"items": items}), first_put(saver, "t", {"items": items}), items
 
 
 def _read_fails(pg_dsn: str, schema: str, config: dict, error: type[Exception], *names: str) -> None:

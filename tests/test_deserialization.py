@@ -10,10 +10,10 @@ from typing import Any
 import ormsgpack
 import psycopg
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from psycopg import sql
 
+from checkpoints import first_put
 from langgraph_pg_durable import DeserializationError, DurablePostgresSaver
 
 EXT_CONSTRUCTOR_POS_ARGS = 1  # LangGraph's msgpack ext code for "call module.name(*args)"
@@ -33,14 +33,6 @@ def exploit(marker: Path) -> bytes:
     return ormsgpack.packb(ormsgpack.Ext(EXT_CONSTRUCTOR_POS_ARGS, ormsgpack.packb(["builtins", "exec", [code]])))
 
 
-def _put(saver: DurablePostgresSaver, thread_id: str, values: dict[str, Any]) -> dict:
-    checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = values
-    checkpoint["channel_versions"] = {k: saver.get_next_version(None, None) for k in values}
-    return saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint,
-                     {"source": "input", "step": -1}, dict(checkpoint["channel_versions"]))
-
-
 def _update(pg_dsn: str, schema: str, statement: str, *args: Any) -> None:
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         changed = conn.execute(sql.SQL(statement).format(s=sql.Identifier(schema)), args).rowcount
@@ -53,8 +45,8 @@ def test_a_planted_call_runs_nothing_and_is_named(pg_dsn: str, schema_name: str,
     marker = tmp_path / "ran"
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
         saver.setup()
-        kept = _put(saver, "kept", {"doc": {"safe": True}})
-        config = _put(saver, "t", {"doc": {"a": 1}, "items": [f"item {i}" for i in range(20)]})
+        kept = first_put(saver, "kept", {"doc": {"safe": True}})
+        config = first_put(saver, "t", {"doc": {"a": 1}, "items": [f"item {i}" for i in range(20)]})
         saver.put_writes(config, [("doc", {"w": 1}), ("other", {"w": 2})], "task")
     payload = exploit(marker)
     if planted_in == "channel_values":
@@ -88,7 +80,7 @@ def test_the_users_own_types_are_added_with_allowed_types(pg_dsn: str, schema_na
     ticket = Ticket(7, "printer on fire")
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, allowed_types=[Ticket]) as saver:
         saver.setup()
-        config = _put(saver, "t", {"ticket": ticket})
+        config = first_put(saver, "t", {"ticket": ticket})
         assert saver.get_tuple(config).checkpoint["channel_values"]["ticket"] == ticket
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as strict:
         with pytest.raises(DeserializationError, match=r"Ticket.*allowed_types"):
@@ -117,6 +109,6 @@ def test_langchain_messages_and_langgraph_types_need_no_allowlist(pg_dsn: str, s
     }
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
         saver.setup()
-        config = _put(saver, "t", values)
+        config = first_put(saver, "t", values)
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
         assert fresh.get_tuple(config).checkpoint["channel_values"] == values

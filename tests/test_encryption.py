@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from typing import Any
 
 import psycopg
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from psycopg import sql
 
+from checkpoints import first_put
 from langgraph_pg_durable import DeserializationError, DurablePostgresSaver
 from langgraph_pg_durable.lists import WRITE_KEY_PREFIX, digest
 
@@ -24,14 +23,6 @@ SECRET = "the launch code is 0000"
 
 def encrypted() -> EncryptedSerializer:
     return EncryptedSerializer.from_pycryptodome_aes(key=KEY)
-
-
-def _put(saver: DurablePostgresSaver, thread_id: str, values: dict[str, Any]) -> dict:
-    checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = values
-    checkpoint["channel_versions"] = {k: saver.get_next_version(None, None) for k in values}
-    return saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint,
-                     {"source": "input", "step": -1}, dict(checkpoint["channel_versions"]))
 
 
 def _all_bytes(pg_dsn: str, schema: str) -> bytes:
@@ -48,7 +39,7 @@ def test_a_write_stored_as_items_keys_nothing_a_reader_could_guess(pg_dsn: str, 
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=encrypted(),
                                                snapshot_every=8, list_min_bytes=0) as saver:
         saver.setup()
-        config = _put(saver, "t", {"messages": [f"m{i}" for i in range(20)]})
+        config = first_put(saver, "t", {"messages": [f"m{i}" for i in range(20)]})
         saver.put_writes(config, [("messages", [SECRET])], "task")
         assert saver.get_tuple(config).pending_writes == [("task", "messages", [SECRET])]
     with psycopg.connect(pg_dsn) as conn:
@@ -66,8 +57,8 @@ def test_a_write_stored_as_items_keys_nothing_a_reader_could_guess(pg_dsn: str, 
 def test_a_row_forged_without_encryption_is_refused(pg_dsn: str, schema_name: str) -> None:
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=encrypted()) as saver:
         saver.setup()
-        config = _put(saver, "t", {"doc": {"a": "long enough to get a row of its own"}})
-        kept = _put(saver, "kept", {"doc": {"b": "another value with a row of its own"}})
+        config = first_put(saver, "t", {"doc": {"a": "long enough to get a row of its own"}})
+        kept = first_put(saver, "kept", {"doc": {"b": "another value with a row of its own"}})
     forged_type, forged = JsonPlusSerializer().dumps_typed({"a": "what the forger wants read"})
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("UPDATE {}.channel_values SET type = %s, value = %s WHERE thread_id = 't'")
@@ -82,14 +73,14 @@ def test_a_row_forged_without_encryption_is_refused(pg_dsn: str, schema_name: st
 def test_threads_written_before_encryption_read_with_accept_plaintext(pg_dsn: str, schema_name: str) -> None:
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as plain:
         plain.setup()
-        old = _put(plain, "old", {"doc": {"from": "before encryption was turned on"}, "n": 1})
+        old = first_put(plain, "old", {"doc": {"from": "before encryption was turned on"}, "n": 1})
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=encrypted()) as strict:
         with pytest.raises(DeserializationError, match="not encrypted"):
             strict.get_tuple(old)
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=encrypted(),
                                                accept_plaintext=True) as migrating:
         assert migrating.get_tuple(old).checkpoint["channel_values"] == {"doc": {"from": "before encryption was turned on"}, "n": 1}
-        new = _put(migrating, "new", {"doc": {"from": "after"}})
+        new = first_put(migrating, "new", {"doc": {"from": "after"}})
         assert migrating.with_allowlist([("collections", "OrderedDict")]).get_tuple(old) is not None
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=encrypted()) as strict:
         assert strict.get_tuple(new).checkpoint["channel_values"] == {"doc": {"from": "after"}}

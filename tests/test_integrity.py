@@ -4,32 +4,23 @@ A put whose held values were deleted meanwhile writes them again: its checkpoint
 
 from __future__ import annotations
 
-from typing import Any
 
 import psycopg
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
 from psycopg import sql
 
+from checkpoints import next_put
 from langgraph_pg_durable import AsyncDurablePostgresSaver, CheckpointIntegrityError, DurablePostgresSaver
 
 DOC = {"a document": ["that", "is", "not", "a", "scalar"]}
 
 
-def _put(saver: DurablePostgresSaver, config: dict, values: dict[str, Any], versions: dict[str, str],
-         new: dict[str, str], step: int) -> dict:
-    checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = dict(values)
-    checkpoint["channel_versions"] = dict(versions)
-    return saver.put(config, checkpoint, {"source": "loop", "step": step}, new)
-
-
 def _two_steps(saver: DurablePostgresSaver, thread_id: str) -> tuple[dict, dict, dict[str, str]]:
     v1 = {"doc": saver.get_next_version(None, None), "notes": saver.get_next_version(None, None)}
-    first = _put(saver, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
-                 {"doc": DOC, "notes": ["n"] * 2000}, v1, v1, 0)
+    first = next_put(saver, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
+                     {"doc": DOC, "notes": ["n"] * 2000}, v1, v1, step=0)
     v2 = {**v1, "doc": saver.get_next_version(v1["doc"], None)}
-    second = _put(saver, first, {"doc": {**DOC, "v": 2}, "notes": ["n"] * 2000}, v2, {"doc": v2["doc"]}, 1)
+    second = next_put(saver, first, {"doc": {**DOC, "v": 2}, "notes": ["n"] * 2000}, v2, {"doc": v2["doc"]}, step=1)
     return first, second, v1
 
 
@@ -83,7 +74,7 @@ def test_a_put_after_delete_thread_writes_a_complete_checkpoint(pg_dsn: str, sch
         saver.delete_thread("t")
         v3 = {"doc": saver.get_next_version(v1["doc"], None), "notes": v1["notes"]}
         values = {"doc": {**DOC, "v": 3}, "notes": ["n"] * 2000}
-        third = _put(saver, second, values, v3, {"doc": v3["doc"]}, 2)
+        third = next_put(saver, second, values, v3, {"doc": v3["doc"]}, step=2)
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
         assert fresh.get_tuple(third).checkpoint["channel_values"] == values
 
@@ -95,6 +86,6 @@ def test_a_fork_from_a_pruned_checkpoint_writes_a_complete_checkpoint(pg_dsn: st
         saver.prune(["t"])  # the first checkpoint and its version of doc are gone
         fork_versions = {**v1, "notes": saver.get_next_version(v1["notes"], None)}
         values = {"doc": DOC, "notes": ["m"] * 2000}
-        fork = _put(saver, first, values, fork_versions, {"notes": fork_versions["notes"]}, 1)
+        fork = next_put(saver, first, values, fork_versions, {"notes": fork_versions["notes"]}, step=1)
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
         assert fresh.get_tuple(fork).checkpoint["channel_values"] == values

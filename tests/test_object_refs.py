@@ -22,14 +22,20 @@ def _graph_state(saver: DurablePostgresSaver, config: dict) -> Any:
     return blob_graph(saver, 1, 2 * MIB).get_state(config).values
 
 
+def _one_blob_thread(pg_dsn: str, schema: str, store: dict[str, Any]) -> dict:
+    """A thread of one step whose 2 MiB value is offloaded to `store`; its config."""
+    config = thread()
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema, **store) as saver:
+        saver.setup()
+        blob_graph(saver, 1, 2 * MIB).invoke({"blob": b"", "step": 0}, config, durability="sync")
+    return config
+
+
 def test_a_row_pointing_at_another_savers_object_is_refused_unfetched(
     pg_dsn: str, schema_name: str, s3_server: Any, s3_prefix: str
 ) -> None:
     store = store_for(s3_server, s3_prefix)
-    config = thread()
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, **store) as saver:
-        saver.setup()
-        blob_graph(saver, 1, 2 * MIB).invoke({"blob": b"", "step": 0}, config, durability="sync")
+    config = _one_blob_thread(pg_dsn, schema_name, store)
     # Another saver's object, and a row rewritten to point at it with its true digest.
     secret = payload(7, 3 * MIB + 5)
     digest = hashlib.sha256(secret).hexdigest()
@@ -53,10 +59,7 @@ def test_a_tampered_object_is_named_without_its_size(
     pg_dsn: str, schema_name: str, s3_server: Any, s3_prefix: str
 ) -> None:
     store = store_for(s3_server, s3_prefix)
-    config = thread()
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, **store) as saver:
-        saver.setup()
-        blob_graph(saver, 1, 2 * MIB).invoke({"blob": b"", "step": 0}, config, durability="sync")
+    config = _one_blob_thread(pg_dsn, schema_name, store)
     (key,) = stored_keys(store)
     replaced = payload(99, 5 * MIB + 3)
     obstore.put(open_same_store(store), key, replaced)

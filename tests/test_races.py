@@ -12,29 +12,21 @@ from typing import Any
 
 import psycopg
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
 
+from checkpoints import next_put
 from langgraph_pg_durable import DurablePostgresSaver
 from langgraph_pg_durable.schema import thread_lock_keys
 
 NOTES = [f"note {i}" for i in range(400)]  # a list in the delta layout
 
 
-def _put(saver: DurablePostgresSaver, config: dict, values: dict[str, Any], versions: dict[str, str],
-         new: dict[str, str], step: int) -> dict:
-    checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = dict(values)
-    checkpoint["channel_versions"] = dict(versions)
-    return saver.put(config, checkpoint, {"source": "loop", "step": step}, new)
-
-
 def _history(saver: DurablePostgresSaver) -> tuple[dict, dict[str, str]]:
     """Two checkpoints of thread 't': a doc and a growing list; returns the second and its versions."""
     v1 = {"doc": saver.get_next_version(None, None), "notes": saver.get_next_version(None, None)}
-    first = _put(saver, {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
-                 {"doc": {"v": 1}, "notes": NOTES}, v1, v1, 0)
+    first = next_put(saver, {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+                     {"doc": {"v": 1}, "notes": NOTES}, v1, v1, step=0)
     v2 = {**v1, "notes": saver.get_next_version(v1["notes"], None)}
-    second = _put(saver, first, {"doc": {"v": 1}, "notes": [*NOTES, "more"]}, v2, {"notes": v2["notes"]}, 1)
+    second = next_put(saver, first, {"doc": {"v": 1}, "notes": [*NOTES, "more"]}, v2, {"notes": v2["notes"]}, step=1)
     return second, v2
 
 
@@ -91,7 +83,7 @@ def test_a_put_waits_for_a_delete_thread_and_then_writes_a_whole_checkpoint(
         deleter.execute(saver.sql.delete_threads(), {"thread_ids": ["t"]})
         v3 = {**v2, "notes": saver.get_next_version(v2["notes"], None)}
         values = {"doc": {"v": 1}, "notes": [*NOTES, "more", "and more"]}
-        put = InBackground(lambda: _put(saver, second, values, v3, {"notes": v3["notes"]}, 2))
+        put = InBackground(lambda: next_put(saver, second, values, v3, {"notes": v3["notes"]}, step=2))
         wait_until_blocked_on_a_writer_lock(pg_dsn, put)
         deleter.commit()
     third = put.result()
@@ -107,7 +99,7 @@ def test_a_delete_thread_waits_for_a_put_and_then_deletes_it_too(
     with psycopg.connect(pg_dsn) as writer, writer.transaction():  # a put in flight, not committed
         in_flight = DurablePostgresSaver(writer, schema=schema_name)
         v3 = {**v2, "notes": in_flight.get_next_version(v2["notes"], None)}
-        _put(in_flight, second, {"doc": {"v": 1}, "notes": [*NOTES, "x"]}, v3, {"notes": v3["notes"]}, 2)
+        next_put(in_flight, second, {"doc": {"v": 1}, "notes": [*NOTES, "x"]}, v3, {"notes": v3["notes"]}, step=2)
         delete = InBackground(lambda: saver.delete_thread("t"))
         wait_until_blocked_on_a_writer_lock(pg_dsn, delete)
     delete.result()
@@ -125,7 +117,7 @@ def test_a_prune_waits_for_a_put_and_keeps_what_it_needs(
         in_flight = DurablePostgresSaver(writer, schema=schema_name)
         v3 = {**v2, "notes": in_flight.get_next_version(v2["notes"], None)}
         values = {"doc": {"v": 1}, "notes": [*NOTES, "more", "x"]}
-        third = _put(in_flight, second, values, v3, {"notes": v3["notes"]}, 2)
+        third = next_put(in_flight, second, values, v3, {"notes": v3["notes"]}, step=2)
         prune = InBackground(lambda: saver.prune(["t"]))
         wait_until_blocked_on_a_writer_lock(pg_dsn, prune)
     prune.result()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
 
+from checkpoints import first_put
 from langgraph_pg_durable import AsyncDurablePostgresSaver, ConfigError, DurablePostgresSaver
 
 HOSTILE = [
@@ -30,14 +30,6 @@ HOSTILE = [
 ]
 
 
-def _put_one(saver: DurablePostgresSaver, thread_id: str) -> dict:
-    checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = {"v": "kept"}
-    checkpoint["channel_versions"] = {"v": saver.get_next_version(None, None)}
-    return saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint,
-                     {"source": "input", "step": -1}, dict(checkpoint["channel_versions"]))
-
-
 def _schemas(pg_dsn: str) -> set[str]:
     with psycopg.connect(pg_dsn) as conn:
         return {r[0] for r in conn.execute("SELECT nspname FROM pg_namespace")}
@@ -49,7 +41,7 @@ def test_a_hostile_or_unusable_schema_name_is_refused_by_name_before_any_io(
 ) -> None:
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
         saver.setup()
-        config = _put_one(saver, "before")
+        config = first_put(saver, "before", {"v": "kept"})
     before = _schemas(pg_dsn)
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         with pytest.raises(ConfigError, match="schema .*not a plain PostgreSQL identifier|reserves") as refused:
@@ -73,7 +65,7 @@ def test_a_mixed_case_name_with_digits_is_used_exactly(pg_dsn: str) -> None:
     try:
         with DurablePostgresSaver.from_conn_string(pg_dsn, schema=name) as saver:
             saver.setup()
-            config = _put_one(saver, "t")
+            config = first_put(saver, "t", {"v": "kept"})
         assert name in _schemas(pg_dsn) and name.lower() not in _schemas(pg_dsn)
         with DurablePostgresSaver.from_conn_string(pg_dsn, schema=name) as fresh:
             assert fresh.get_tuple(config).checkpoint["channel_values"] == {"v": "kept"}

@@ -11,6 +11,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from psycopg import errors as pg_errors
 from psycopg import sql
 
+from checkpoints import first_put
 from langgraph_pg_durable import (
     ConfigError,
     DeserializationError,
@@ -19,12 +20,8 @@ from langgraph_pg_durable import (
 )
 
 
-def _put(saver: DurablePostgresSaver, thread_id: str, value: str) -> dict:
-    checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = {"v": value}
-    checkpoint["channel_versions"] = {"v": saver.get_next_version(None, None)}
-    return saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint,
-                     {"source": "input", "step": -1}, dict(checkpoint["channel_versions"]))
+def _put(saver: DurablePostgresSaver, thread_id: object, value: str) -> dict:
+    return first_put(saver, thread_id, {"v": value})
 
 
 @pytest.fixture
