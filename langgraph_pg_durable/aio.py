@@ -37,7 +37,6 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection
-from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -149,15 +148,16 @@ class AsyncDurablePostgresSaver(SaverCore):
             return finished.value
 
     async def _execute(self, query: Query[T]) -> T:
-        """Store the objects the statement references, send it (one round trip, transient
-        errors retried), then fetch and verify the objects its rows reference."""
-        if query.uploads:
-            await self.objects.astore_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
+        """Send the statement (one round trip; with objects to store, see _send_with_uploads),
+        transient errors retried, then fetch and verify the objects its rows reference."""
         attempts = Attempts(self.retry, query.operation)
         while True:
             try:
                 async with self._connection() as conn:
-                    fetched = await self._send(conn, query)
+                    if query.uploads:
+                        fetched = await self._send_with_uploads(conn, query)
+                    else:
+                        fetched = await self._send(conn, query)
                 break
             except Exception as exc:
                 if not self.is_pool and self.conn.closed:  # type: ignore[union-attr]
@@ -178,33 +178,35 @@ class AsyncDurablePostgresSaver(SaverCore):
 
         The cursor reads tuples whatever row factory the caller's connection has (a pool
         built for the official saver has `dict_row`): every decoder reads by position.
-        A statement with writer locks runs in a transaction that takes them first; on an
-        autocommit connection its BEGIN and COMMIT go in the same flight.
+        A statement with writer locks follows the statement that takes them, in the same
+        flight: the statements of a pipeline before its sync share one implicit transaction,
+        which holds the locks to its end, and the second one's snapshot follows the wait.
         """
-        locks = {"lock_keys": Int8Array(query.locks)} if query.locks else None
         async with conn.cursor(binary=True, row_factory=tuple_row) as cur:
-            try:
-                async with conn.pipeline():
-                    if conn.autocommit and locks is None:
+            async with conn.pipeline():
+                if conn.autocommit:
+                    if query.locks:
+                        await conn.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
+                    await cur.execute(query.sql, query.params)
+                else:
+                    async with conn.transaction():
+                        if query.locks:
+                            await conn.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
                         await cur.execute(query.sql, query.params)
-                    elif conn.autocommit:
-                        await conn.execute("BEGIN", prepare=False)
-                        await conn.execute(self._lock_sql, locks)
-                        await cur.execute(query.sql, query.params)
-                        await conn.execute("COMMIT", prepare=False)
-                    else:
-                        async with conn.transaction():
-                            if locks is not None:
-                                await conn.execute(self._lock_sql, locks)
-                            await cur.execute(query.sql, query.params)
-            except BaseException:
-                if locks is not None and conn.autocommit and conn.info.transaction_status != TransactionStatus.IDLE:
-                    try:
-                        await conn.rollback()  # the BEGIN it sent left a failed transaction open
-                    except Exception:
-                        pass  # a broken connection: the pool discards it
-                raise
             # Leaving the pipeline synced it: the results are here.
+            return await cur.fetchall() if has_rows(cur) else []
+
+    async def _send_with_uploads(self, conn: AsyncConnection, query: Query[Any]) -> list[Any]:
+        """Store the objects the statement references, then send it, in one transaction that
+        holds gc's lock shared from before the first upload to the commit: gc() (which holds
+        it exclusively while it checks references and deletes) never runs between an upload
+        and the row that references it. Several round trips; only puts of large values pay them."""
+        async with conn.transaction(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
+            await cur.execute(self._gc_share_sql, {"gc_key": self._gc_key})
+            if query.locks:
+                await cur.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
+            await self.objects.astore_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
+            await cur.execute(query.sql, query.params)
             return await cur.fetchall() if has_rows(cur) else []
 
     # -- schema -----------------------------------------------------------------------
@@ -319,15 +321,31 @@ class AsyncDurablePostgresSaver(SaverCore):
         objects = self.objects
         assert objects is not None
         candidates = await objects.alist_garbage_candidates(self.placement.prefix, cutoff)
-        unreferenced: list[str] = []
-        for start in range(0, len(candidates), GC_BATCH):
-            batch = candidates[start : start + GC_BATCH]
-            held = await self._execute(self._referenced_objects_query(batch))
-            unreferenced += [key for key in batch if key not in held]
-        # A put may have rewritten an unreferenced object since the listing, to reference it again.
-        doomed = await objects.astill_old(unreferenced, cutoff)
-        await objects.adelete(doomed)
+        if not candidates:
+            return 0
+        # From the reference check to the last delete, gc holds its lock exclusively: a put
+        # storing objects holds it shared from its first upload to its commit, so no object
+        # is deleted between a put's upload and the row that references it.
+        async with self._connection() as conn:
+            await self._gc_lock(conn, self._gc_lock_sql)
+            try:
+                unreferenced: list[str] = []
+                for start in range(0, len(candidates), GC_BATCH):
+                    batch = candidates[start : start + GC_BATCH]
+                    query = self._referenced_objects_query(batch)
+                    held = query.decode(await self._send(conn, query))
+                    unreferenced += [key for key in batch if key not in held]
+                # A put may have rewritten an unreferenced object since the listing, to reference it again.
+                doomed = await objects.astill_old(unreferenced, cutoff)
+                await objects.adelete(doomed)
+            finally:
+                await self._gc_lock(conn, self._gc_unlock_sql)
         return len(doomed)
+
+    async def _gc_lock(self, conn: AsyncConnection, statement: str) -> None:
+        """Take or release gc's session lock (a savepoint when the caller's transaction is open)."""
+        async with conn.transaction():
+            await conn.execute(statement, {"gc_key": self._gc_key})
 
     # async:
     # -- BaseCheckpointSaver, sync: run on the saver's loop from another thread ---------------

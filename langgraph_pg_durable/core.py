@@ -34,7 +34,7 @@ from .safe_serde import AllowedType, default_serializer, with_allowed_types
 from .safe_serde import accept_plaintext as accept_plaintext_rows
 from .arrays import TextArray
 from .rows import CheckpointRow
-from .schema import DEFAULT_SCHEMA, quote_schema, thread_lock_keys
+from .schema import DEFAULT_SCHEMA, gc_lock_key, quote_schema, thread_lock_keys
 from .sql import Statements, compact
 
 T = TypeVar("T")
@@ -155,6 +155,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         }
         self._details_sql = compact(self.sql.page_details())
         self._lock_sql = self.sql.lock_threads()
+        self._gc_key = gc_lock_key(self.placement.prefix)
+        self._gc_share_sql, self._gc_lock_sql, self._gc_unlock_sql = self.sql.GC_SHARE, self.sql.GC_LOCK, self.sql.GC_UNLOCK
 
     def with_allowlist(self, extra_allowlist: Any) -> Any:
         """LangGraph's strict mode adds a graph's state types here; the clone's serde keeps

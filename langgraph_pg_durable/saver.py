@@ -22,7 +22,6 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import Connection
-from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
@@ -118,15 +117,16 @@ class DurablePostgresSaver(SaverCore):
             return finished.value
 
     def _execute(self, query: Query[T]) -> T:
-        """Store the objects the statement references, send it (one round trip, transient
-        errors retried), then fetch and verify the objects its rows reference."""
-        if query.uploads:
-            self.objects.store_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
+        """Send the statement (one round trip; with objects to store, see _send_with_uploads),
+        transient errors retried, then fetch and verify the objects its rows reference."""
         attempts = Attempts(self.retry, query.operation)
         while True:
             try:
                 with self._connection() as conn:
-                    fetched = self._send(conn, query)
+                    if query.uploads:
+                        fetched = self._send_with_uploads(conn, query)
+                    else:
+                        fetched = self._send(conn, query)
                 break
             except Exception as exc:
                 if not self.is_pool and self.conn.closed:  # type: ignore[union-attr]
@@ -147,33 +147,35 @@ class DurablePostgresSaver(SaverCore):
 
         The cursor reads tuples whatever row factory the caller's connection has (a pool
         built for the official saver has `dict_row`): every decoder reads by position.
-        A statement with writer locks runs in a transaction that takes them first; on an
-        autocommit connection its BEGIN and COMMIT go in the same flight.
+        A statement with writer locks follows the statement that takes them, in the same
+        flight: the statements of a pipeline before its sync share one implicit transaction,
+        which holds the locks to its end, and the second one's snapshot follows the wait.
         """
-        locks = {"lock_keys": Int8Array(query.locks)} if query.locks else None
         with conn.cursor(binary=True, row_factory=tuple_row) as cur:
-            try:
-                with conn.pipeline():
-                    if conn.autocommit and locks is None:
+            with conn.pipeline():
+                if conn.autocommit:
+                    if query.locks:
+                        conn.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
+                    cur.execute(query.sql, query.params)
+                else:
+                    with conn.transaction():
+                        if query.locks:
+                            conn.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
                         cur.execute(query.sql, query.params)
-                    elif conn.autocommit:
-                        conn.execute("BEGIN", prepare=False)
-                        conn.execute(self._lock_sql, locks)
-                        cur.execute(query.sql, query.params)
-                        conn.execute("COMMIT", prepare=False)
-                    else:
-                        with conn.transaction():
-                            if locks is not None:
-                                conn.execute(self._lock_sql, locks)
-                            cur.execute(query.sql, query.params)
-            except BaseException:
-                if locks is not None and conn.autocommit and conn.info.transaction_status != TransactionStatus.IDLE:
-                    try:
-                        conn.rollback()  # the BEGIN it sent left a failed transaction open
-                    except Exception:
-                        pass  # a broken connection: the pool discards it
-                raise
             # Leaving the pipeline synced it: the results are here.
+            return cur.fetchall() if has_rows(cur) else []
+
+    def _send_with_uploads(self, conn: Connection, query: Query[Any]) -> list[Any]:
+        """Store the objects the statement references, then send it, in one transaction that
+        holds gc's lock shared from before the first upload to the commit: gc() (which holds
+        it exclusively while it checks references and deletes) never runs between an upload
+        and the row that references it. Several round trips; only puts of large values pay them."""
+        with conn.transaction(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
+            cur.execute(self._gc_share_sql, {"gc_key": self._gc_key})
+            if query.locks:
+                cur.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
+            self.objects.store_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
+            cur.execute(query.sql, query.params)
             return cur.fetchall() if has_rows(cur) else []
 
     # -- schema -----------------------------------------------------------------------
@@ -288,12 +290,28 @@ class DurablePostgresSaver(SaverCore):
         objects = self.objects
         assert objects is not None
         candidates = objects.list_garbage_candidates(self.placement.prefix, cutoff)
-        unreferenced: list[str] = []
-        for start in range(0, len(candidates), GC_BATCH):
-            batch = candidates[start : start + GC_BATCH]
-            held = self._execute(self._referenced_objects_query(batch))
-            unreferenced += [key for key in batch if key not in held]
-        # A put may have rewritten an unreferenced object since the listing, to reference it again.
-        doomed = objects.still_old(unreferenced, cutoff)
-        objects.delete(doomed)
+        if not candidates:
+            return 0
+        # From the reference check to the last delete, gc holds its lock exclusively: a put
+        # storing objects holds it shared from its first upload to its commit, so no object
+        # is deleted between a put's upload and the row that references it.
+        with self._connection() as conn:
+            self._gc_lock(conn, self._gc_lock_sql)
+            try:
+                unreferenced: list[str] = []
+                for start in range(0, len(candidates), GC_BATCH):
+                    batch = candidates[start : start + GC_BATCH]
+                    query = self._referenced_objects_query(batch)
+                    held = query.decode(self._send(conn, query))
+                    unreferenced += [key for key in batch if key not in held]
+                # A put may have rewritten an unreferenced object since the listing, to reference it again.
+                doomed = objects.still_old(unreferenced, cutoff)
+                objects.delete(doomed)
+            finally:
+                self._gc_lock(conn, self._gc_unlock_sql)
         return len(doomed)
+
+    def _gc_lock(self, conn: Connection, statement: str) -> None:
+        """Take or release gc's session lock (a savepoint when the caller's transaction is open)."""
+        with conn.transaction():
+            conn.execute(statement, {"gc_key": self._gc_key})

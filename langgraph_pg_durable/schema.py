@@ -90,6 +90,12 @@ def thread_lock_keys(schema: str, thread_ids: Iterable[str]) -> list[int]:
     return sorted(keys)
 
 
+def gc_lock_key(prefix: str) -> int:
+    """The advisory lock key of gc() on an object prefix (see Statements.GC_SHARE)."""
+    digest = hashlib.blake2b(prefix.encode(), digest_size=8, person=b"lgpd-gc").digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
 def lock_sql(schema: str) -> str:
     return f"SELECT pg_advisory_xact_lock({advisory_lock_key(schema)})"
 

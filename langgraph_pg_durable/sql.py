@@ -41,6 +41,13 @@ class Statements:
 
     # -- writes ---------------------------------------------------------------
 
+    # gc's lock, one per object prefix: a put storing objects holds it shared from its first
+    # upload to its commit; gc holds it exclusively (a session lock) while it checks
+    # references and deletes.
+    GC_SHARE = "SELECT pg_advisory_xact_lock_shared(%(gc_key)s)"
+    GC_LOCK = "SELECT pg_advisory_lock(%(gc_key)s)"
+    GC_UNLOCK = "SELECT pg_advisory_unlock(%(gc_key)s)"
+
     @staticmethod
     def lock_threads() -> str:
         """Take the writer locks of `lock_keys` (sorted), held to the end of the transaction.
