@@ -229,7 +229,8 @@ class HistoryScan:
                 decoded = lanes_decoded[(thread_id, ns)]
                 writes[(thread_id, ns, checkpoint_id)] = resolve_writes(
                     self.serde, lane_writes, lambda channel, decoded=decoded: decoded.get(channel, {}), decoded=True,
-                    where=lambda w, t=thread_id, c=checkpoint_id: f"thread {shown(t)}, checkpoint {shown(c)}, write of task {shown(w[0])} to channel {shown(w[1])}",
+                    where=lambda w, t=thread_id, c=checkpoint_id: (
+                        f"thread {shown(t)}, checkpoint {shown(c)}, write of task {shown(w[0])} to channel {shown(w[1])}"),
                 )
         # Keep what this page used: the next (older) page mostly holds the same versions.
         known = {**self.values, **fresh}

@@ -870,7 +870,7 @@ def tuple_from_union(
             if part == "v":
                 wanted.append((a, b))
         elif part == "v":
-            values[(a, b)] = load_value(serde, type_, data, where=lambda a=a, b=b: (
+            values[(a, b)] = load_value(serde, type_, data, where=lambda a=a, b=b, row=row: (
                 f"thread {shown(key.thread_id)}, checkpoint {shown(row.checkpoint_id if row else None)}, "
                 f"channel {shown(a)} (version {shown(b)})"))
         elif part == "i":
@@ -905,6 +905,7 @@ def tuple_from_union(
             by_channel.setdefault(channel, {}).update(((version, idx), raw) for idx, raw in group.items())
         writes = resolve_writes(
             serde, writes, lambda channel: by_channel.get(channel, {}), decoded=False,
-            where=lambda w: f"thread {shown(key.thread_id)}, checkpoint {shown(row.checkpoint_id)}, write of task {shown(w[0])} to channel {shown(w[1])}",
+            where=lambda w: (f"thread {shown(key.thread_id)}, checkpoint {shown(row.checkpoint_id)}, "
+                             f"write of task {shown(w[0])} to channel {shown(w[1])}"),
         )
     return build_tuple(serde, row, values, writes), states, fetched
