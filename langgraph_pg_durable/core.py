@@ -378,9 +378,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         return Query(f"delete of threads {shown(ids)}", self.sql.delete_threads(), {"thread_ids": ids},
                      locks=self._locks(ids))
 
-    def _run_lanes_query(self, run_ids: Sequence[str]) -> Query[set[tuple[str, str, str]]]:
-        """delete_for_runs, first: the runs' checkpoints that surviving DeltaChannel ones replay."""
-        ids = [rows.id_text(r, "run_id") for r in run_ids]
+    def _run_lanes_query(self, ids: Sequence[str]) -> Query[set[tuple[str, str, str]]]:
+        """delete_for_runs, second: the runs' checkpoints that surviving DeltaChannel ones replay."""
         return Query(
             f"delete_for_runs {shown(ids)}",
             self.sql.run_lanes(),
@@ -391,16 +390,14 @@ class SaverCore(BaseCheckpointSaver[str]):
             ]),
         )
 
-    def _run_threads_query(self, run_ids: Sequence[str]) -> Query[list[str]]:
+    def _run_threads_query(self, ids: Sequence[str]) -> Query[list[str]]:
         """delete_for_runs, first: the threads the runs wrote to (their writer locks)."""
-        ids = [rows.id_text(r, "run_id") for r in run_ids]
         return Query(f"delete_for_runs {shown(ids)}", self.sql.run_threads(), {"run_ids": ids},
                      lambda fetched: [r[0] for r in fetched])
 
     def _delete_for_runs_query(
-        self, run_ids: Sequence[str], keep: set[tuple[str, str, str]], threads: Sequence[str]
+        self, ids: Sequence[str], keep: set[tuple[str, str, str]], threads: Sequence[str]
     ) -> Query[None]:
-        ids = [rows.id_text(r, "run_id") for r in run_ids]
         params = {"run_ids": ids, **_keep_params(keep)}
         return Query(f"delete_for_runs {shown(ids)}", self.sql.delete_for_runs(), params, locks=self._locks(threads))
 
@@ -409,6 +406,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         target = rows.id_text(target_thread_id, "target thread_id")
         if source == target:
             raise ConfigError(f"copy_thread needs two different threads, got {shown(source)} twice")
+
         def copied(fetched: Sequence[Any]) -> None:
             if fetched and fetched[0][0]:
                 raise ConfigError(
@@ -475,11 +473,12 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _delete_for_runs_plan(self, run_ids: Sequence[str]) -> Plan[None]:
         """delete_for_runs, sparing the checkpoints a surviving DeltaChannel one replays."""
-        if run_ids:
-            threads = yield self._run_threads_query(run_ids)
+        ids = [rows.id_text(r, "run_id") for r in run_ids]
+        if ids:
+            threads = yield self._run_threads_query(ids)
             if threads:
-                keep = yield self._run_lanes_query(run_ids)
-                yield self._delete_for_runs_query(run_ids, keep, threads)
+                keep = yield self._run_lanes_query(ids)
+                yield self._delete_for_runs_query(ids, keep, threads)
 
     def _prune_plan(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
         """prune; `keep_latest` also keeps the ancestors whose writes a kept DeltaChannel

@@ -718,15 +718,15 @@ def unpack_writes(writes: Iterable[WriteRow], where: Callable[[str], str] = lamb
     that raced, or a row written before packed rows named the indexes they hold), the
     packed write is the one kept, as a first write is kept by the official saver.
     """
-    packed: list[WriteRow] = []
+    packed_rows: list[WriteRow] = []
     plain: list[WriteRow] = []
-    for task_id, channel, path, idx, type_, data in sorted(writes, key=lambda w: w[3]):
-        if type_ == PACKED_WRITES_TYPE:
-            packed.extend((task_id, ch, path, i, t, d) for i, ch, t, d in _unpacked_writes(data, where(task_id)))
-        else:
-            plain.append((task_id, channel, path, idx, type_, data))
-    if not packed:
+    for write in writes:
+        (packed_rows if write[4] == PACKED_WRITES_TYPE else plain).append(write)
+    if not packed_rows:
         return plain
+    packed: list[WriteRow] = []
+    for task_id, _channel, path, _idx, _type, data in sorted(packed_rows, key=lambda w: w[3]):  # raced rows: a fixed order
+        packed.extend((task_id, ch, path, i, t, d) for i, ch, t, d in _unpacked_writes(data, where(task_id)))
     seen: set[tuple[str, int]] = set()
     out = []
     for write in packed + plain:
