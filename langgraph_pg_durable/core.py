@@ -34,8 +34,8 @@ from .safe_serde import AllowedType, default_serializer, with_allowed_types
 from .safe_serde import accept_plaintext as accept_plaintext_rows
 from .arrays import TextArray
 from .rows import CheckpointRow
-from .schema import DEFAULT_SCHEMA, gc_lock_key, quote_schema, thread_lock_keys
-from .sql import Statements, compact
+from .sql.schema import DEFAULT_SCHEMA, gc_lock_key, quote_schema, thread_lock_keys
+from .sql.statements import Statements, compact
 
 T = TypeVar("T")
 

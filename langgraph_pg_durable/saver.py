@@ -25,13 +25,13 @@ from psycopg import Connection
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
-from . import schema as schema_sql
+from .sql import schema as schema_sql
 from .arrays import Int8Array
 from .core import GC_BATCH, Plan, Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError, shown
 from .inflight import WritesInFlight
 from .retry import Attempts, RetryPolicy
-from .schema import DEFAULT_SCHEMA, quote_schema
+from .sql.schema import DEFAULT_SCHEMA, quote_schema
 
 T = TypeVar("T")
 

@@ -10,7 +10,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph_pg_durable import DurablePostgresSaver
 from langgraph_pg_durable.history import HistoryScan
-from langgraph_pg_durable.sql import Statements
+from langgraph_pg_durable.sql.statements import Statements
 
 NAMESPACES = ("", "sub:1", "sub:2")
 PER_NAMESPACE = 45  # past the first pages (8, then 32): the cursor crosses namespaces

@@ -12,7 +12,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver, StatementError
-from langgraph_pg_durable.schema import migrations
+from langgraph_pg_durable.sql.schema import migrations
 
 # What the README's two-role deployment grants the app role, for a schema `s` and role `r`.
 APP_GRANTS = [

@@ -15,7 +15,7 @@ import pytest
 
 from checkpoints import next_put
 from langgraph_pg_durable import DurablePostgresSaver
-from langgraph_pg_durable.schema import thread_lock_keys
+from langgraph_pg_durable.sql.schema import thread_lock_keys
 
 NOTES = [f"note {i}" for i in range(400)]  # a list in the delta layout
 

@@ -8,7 +8,7 @@ import psycopg
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
-from langgraph_pg_durable.schema import migrations
+from langgraph_pg_durable.sql.schema import migrations
 
 
 def _setup_in_process(dsn: str, schema: str, barrier, results) -> None:

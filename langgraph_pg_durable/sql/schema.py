@@ -11,7 +11,7 @@ from importlib import resources
 
 from psycopg import sql
 
-from .errors import ConfigError, SchemaVersionError, shown
+from ..errors import ConfigError, SchemaVersionError, shown
 
 DEFAULT_SCHEMA = "langgraph_durable"
 
