@@ -15,13 +15,13 @@ from __future__ import annotations
 
 # async:
 import asyncio
-from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 # end
 # sync:
 # import threading
 # import time
-# from collections.abc import Iterator, Mapping, Sequence
+# from collections.abc import Iterable, Iterator, Mapping, Sequence
 # from contextlib import contextmanager
 # end
 from datetime import timedelta
@@ -40,12 +40,19 @@ from psycopg import AsyncConnection
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
-from .sql import schema as schema_sql
-from .arrays import Int8Array
-from .core import GC_BATCH, Plan, Query, SaverCore, has_rows
+from .adapters import has_rows
+from .core.arrays import Int8Array
+from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY
+from .core.offload import DEFAULT_THRESHOLD
+from .core.plan import Plan, Query
+from .core.safe_serde import AllowedType
 from .errors import DatabaseUnavailableError, shown
 from .inflight import AsyncWritesInFlight
+from .memory import DEFAULT_ITEM_CACHE_BYTES
+from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
+from .ops import GC_BATCH, SaverCore
 from .retry import Attempts, RetryPolicy
+from .sql import schema as schema_sql
 from .sql.schema import DEFAULT_SCHEMA, quote_schema
 
 T = TypeVar("T")
@@ -75,11 +82,26 @@ class AsyncDurablePostgresSaver(SaverCore):
         schema: str = DEFAULT_SCHEMA,
         serde: SerializerProtocol | None = None,
         retry: RetryPolicy | None = None,
-        **objects: Any,
+        object_store: Any = None,
+        object_store_options: Mapping[str, Any] | None = None,
+        offload_threshold: int = DEFAULT_THRESHOLD,
+        object_prefix: str | None = None,
+        object_cache_bytes: int = DEFAULT_CACHE_BYTES,
+        object_reuse_window: timedelta = DEFAULT_REUSE_WINDOW,
+        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        list_min_bytes: int = DEFAULT_MIN_BYTES,
+        list_cache_bytes: int = DEFAULT_ITEM_CACHE_BYTES,
+        allowed_types: Iterable[AllowedType] = (),
+        accept_plaintext: bool = False,
     ) -> None:
-        """`objects`: object_store, object_store_options, offload_threshold, object_prefix,
-        object_cache_bytes, object_reuse_window (see `SaverCore`)."""
-        super().__init__(schema=schema, serde=serde, retry=retry, **objects)
+        """A saver on `conn`; every keyword is described in `SaverCore.__init__` (ops.py)."""
+        super().__init__(
+            schema=schema, serde=serde, retry=retry,
+            object_store=object_store, object_store_options=object_store_options,
+            offload_threshold=offload_threshold, object_prefix=object_prefix, object_cache_bytes=object_cache_bytes,
+            object_reuse_window=object_reuse_window, snapshot_every=snapshot_every, list_min_bytes=list_min_bytes,
+            list_cache_bytes=list_cache_bytes, allowed_types=allowed_types, accept_plaintext=accept_plaintext,
+        )
         self._writes_in_flight = AsyncWritesInFlight()
         self.conn = conn
         self.is_pool = isinstance(conn, AsyncConnectionPool)
@@ -105,7 +127,17 @@ class AsyncDurablePostgresSaver(SaverCore):
         max_size: int = 10,
         prepare_threshold: int | None = 5,
         timeout: float = 30.0,
-        **objects: Any,
+        object_store: Any = None,
+        object_store_options: Mapping[str, Any] | None = None,
+        offload_threshold: int = DEFAULT_THRESHOLD,
+        object_prefix: str | None = None,
+        object_cache_bytes: int = DEFAULT_CACHE_BYTES,
+        object_reuse_window: timedelta = DEFAULT_REUSE_WINDOW,
+        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        list_min_bytes: int = DEFAULT_MIN_BYTES,
+        list_cache_bytes: int = DEFAULT_ITEM_CACHE_BYTES,
+        allowed_types: Iterable[AllowedType] = (),
+        accept_plaintext: bool = False,
     ) -> AsyncIterator[AsyncDurablePostgresSaver]:
         """A saver on its own connection pool, closed on exit.
 
@@ -123,7 +155,13 @@ class AsyncDurablePostgresSaver(SaverCore):
         )
         await pool.open(wait=True, timeout=timeout)
         try:
-            yield cls(pool, schema=schema, serde=serde, retry=retry, **objects)
+            yield cls(
+                pool, schema=schema, serde=serde, retry=retry,
+                object_store=object_store, object_store_options=object_store_options,
+                offload_threshold=offload_threshold, object_prefix=object_prefix, object_cache_bytes=object_cache_bytes,
+                object_reuse_window=object_reuse_window, snapshot_every=snapshot_every, list_min_bytes=list_min_bytes,
+                list_cache_bytes=list_cache_bytes, allowed_types=allowed_types, accept_plaintext=accept_plaintext,
+            )
         finally:
             await pool.close()
 
@@ -186,12 +224,12 @@ class AsyncDurablePostgresSaver(SaverCore):
             async with conn.pipeline():
                 if conn.autocommit:
                     if query.locks:
-                        await conn.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
+                        await conn.execute(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
                     await cur.execute(query.sql, query.params)
                 else:
                     async with conn.transaction():
                         if query.locks:
-                            await conn.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
+                            await conn.execute(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
                         await cur.execute(query.sql, query.params)
             # Leaving the pipeline synced it: the results are here.
             return await cur.fetchall() if has_rows(cur) else []
@@ -202,9 +240,9 @@ class AsyncDurablePostgresSaver(SaverCore):
         it exclusively while it checks references and deletes) never runs between an upload
         and the row that references it. Several round trips; only puts of large values pay them."""
         async with conn.transaction(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
-            await cur.execute(self._gc_share_sql, {"gc_key": self._gc_key})
+            await cur.execute(self.sql.GC_SHARE, {"gc_key": self._gc_key})
             if query.locks:
-                await cur.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
+                await cur.execute(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
             await self.objects.astore_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
             await cur.execute(query.sql, query.params)
             return await cur.fetchall() if has_rows(cur) else []
@@ -327,7 +365,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         # storing objects holds it shared from its first upload to its commit, so no object
         # is deleted between a put's upload and the row that references it.
         async with self._connection() as conn:
-            await self._gc_lock(conn, self._gc_lock_sql)
+            await self._gc_lock(conn, self.sql.GC_LOCK)
             try:
                 unreferenced: list[str] = []
                 for start in range(0, len(candidates), GC_BATCH):
@@ -339,7 +377,7 @@ class AsyncDurablePostgresSaver(SaverCore):
                 doomed = await objects.astill_old(unreferenced, cutoff)
                 await objects.adelete(doomed)
             finally:
-                await self._gc_lock(conn, self._gc_unlock_sql)
+                await self._gc_lock(conn, self.sql.GC_UNLOCK)
         return len(doomed)
 
     async def _gc_lock(self, conn: AsyncConnection, statement: str) -> None:

@@ -71,3 +71,7 @@ class CheckpointIntegrityError(DurableCheckpointError):
 
 class ListIntegrityError(CheckpointIntegrityError):
     """A list stored as deltas cannot be rebuilt: a row of its chain or one of its items is missing."""
+
+
+class ChannelVersionError(DurableCheckpointError, ValueError):
+    """A channel has reached the last version this saver can number (`get_next_version`)."""

@@ -20,7 +20,7 @@ import obstore
 from obstore.store import from_url
 
 from .errors import ConfigError, ObjectStoreError, shown
-from .offload import ObjectRef, Upload, is_object_key, verify
+from .core.offload import ObjectRef, Upload, is_object_key, verify
 
 DEFAULT_CACHE_BYTES = 64 << 20
 # A put skips re-uploading an object this process confirmed less than this long ago.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -25,12 +25,19 @@ from psycopg import Connection
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
-from .sql import schema as schema_sql
-from .arrays import Int8Array
-from .core import GC_BATCH, Plan, Query, SaverCore, has_rows
+from .adapters import has_rows
+from .core.arrays import Int8Array
+from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY
+from .core.offload import DEFAULT_THRESHOLD
+from .core.plan import Plan, Query
+from .core.safe_serde import AllowedType
 from .errors import DatabaseUnavailableError, shown
 from .inflight import WritesInFlight
+from .memory import DEFAULT_ITEM_CACHE_BYTES
+from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
+from .ops import GC_BATCH, SaverCore
 from .retry import Attempts, RetryPolicy
+from .sql import schema as schema_sql
 from .sql.schema import DEFAULT_SCHEMA, quote_schema
 
 T = TypeVar("T")
@@ -50,11 +57,26 @@ class DurablePostgresSaver(SaverCore):
         schema: str = DEFAULT_SCHEMA,
         serde: SerializerProtocol | None = None,
         retry: RetryPolicy | None = None,
-        **objects: Any,
+        object_store: Any = None,
+        object_store_options: Mapping[str, Any] | None = None,
+        offload_threshold: int = DEFAULT_THRESHOLD,
+        object_prefix: str | None = None,
+        object_cache_bytes: int = DEFAULT_CACHE_BYTES,
+        object_reuse_window: timedelta = DEFAULT_REUSE_WINDOW,
+        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        list_min_bytes: int = DEFAULT_MIN_BYTES,
+        list_cache_bytes: int = DEFAULT_ITEM_CACHE_BYTES,
+        allowed_types: Iterable[AllowedType] = (),
+        accept_plaintext: bool = False,
     ) -> None:
-        """`objects`: object_store, object_store_options, offload_threshold, object_prefix,
-        object_cache_bytes, object_reuse_window (see `SaverCore`)."""
-        super().__init__(schema=schema, serde=serde, retry=retry, **objects)
+        """A saver on `conn`; every keyword is described in `SaverCore.__init__` (ops.py)."""
+        super().__init__(
+            schema=schema, serde=serde, retry=retry,
+            object_store=object_store, object_store_options=object_store_options,
+            offload_threshold=offload_threshold, object_prefix=object_prefix, object_cache_bytes=object_cache_bytes,
+            object_reuse_window=object_reuse_window, snapshot_every=snapshot_every, list_min_bytes=list_min_bytes,
+            list_cache_bytes=list_cache_bytes, allowed_types=allowed_types, accept_plaintext=accept_plaintext,
+        )
         self._writes_in_flight = WritesInFlight()
         self.conn = conn
         self.is_pool = isinstance(conn, ConnectionPool)
@@ -74,7 +96,17 @@ class DurablePostgresSaver(SaverCore):
         max_size: int = 10,
         prepare_threshold: int | None = 5,
         timeout: float = 30.0,
-        **objects: Any,
+        object_store: Any = None,
+        object_store_options: Mapping[str, Any] | None = None,
+        offload_threshold: int = DEFAULT_THRESHOLD,
+        object_prefix: str | None = None,
+        object_cache_bytes: int = DEFAULT_CACHE_BYTES,
+        object_reuse_window: timedelta = DEFAULT_REUSE_WINDOW,
+        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        list_min_bytes: int = DEFAULT_MIN_BYTES,
+        list_cache_bytes: int = DEFAULT_ITEM_CACHE_BYTES,
+        allowed_types: Iterable[AllowedType] = (),
+        accept_plaintext: bool = False,
     ) -> Iterator[DurablePostgresSaver]:
         """A saver on its own connection pool, closed on exit.
 
@@ -92,7 +124,13 @@ class DurablePostgresSaver(SaverCore):
         )
         pool.open(wait=True, timeout=timeout)
         try:
-            yield cls(pool, schema=schema, serde=serde, retry=retry, **objects)
+            yield cls(
+                pool, schema=schema, serde=serde, retry=retry,
+                object_store=object_store, object_store_options=object_store_options,
+                offload_threshold=offload_threshold, object_prefix=object_prefix, object_cache_bytes=object_cache_bytes,
+                object_reuse_window=object_reuse_window, snapshot_every=snapshot_every, list_min_bytes=list_min_bytes,
+                list_cache_bytes=list_cache_bytes, allowed_types=allowed_types, accept_plaintext=accept_plaintext,
+            )
         finally:
             pool.close()
 
@@ -155,12 +193,12 @@ class DurablePostgresSaver(SaverCore):
             with conn.pipeline():
                 if conn.autocommit:
                     if query.locks:
-                        conn.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
+                        conn.execute(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
                     cur.execute(query.sql, query.params)
                 else:
                     with conn.transaction():
                         if query.locks:
-                            conn.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
+                            conn.execute(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
                         cur.execute(query.sql, query.params)
             # Leaving the pipeline synced it: the results are here.
             return cur.fetchall() if has_rows(cur) else []
@@ -171,9 +209,9 @@ class DurablePostgresSaver(SaverCore):
         it exclusively while it checks references and deletes) never runs between an upload
         and the row that references it. Several round trips; only puts of large values pay them."""
         with conn.transaction(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
-            cur.execute(self._gc_share_sql, {"gc_key": self._gc_key})
+            cur.execute(self.sql.GC_SHARE, {"gc_key": self._gc_key})
             if query.locks:
-                cur.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
+                cur.execute(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
             self.objects.store_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
             cur.execute(query.sql, query.params)
             return cur.fetchall() if has_rows(cur) else []
@@ -296,7 +334,7 @@ class DurablePostgresSaver(SaverCore):
         # storing objects holds it shared from its first upload to its commit, so no object
         # is deleted between a put's upload and the row that references it.
         with self._connection() as conn:
-            self._gc_lock(conn, self._gc_lock_sql)
+            self._gc_lock(conn, self.sql.GC_LOCK)
             try:
                 unreferenced: list[str] = []
                 for start in range(0, len(candidates), GC_BATCH):
@@ -308,7 +346,7 @@ class DurablePostgresSaver(SaverCore):
                 doomed = objects.still_old(unreferenced, cutoff)
                 objects.delete(doomed)
             finally:
-                self._gc_lock(conn, self._gc_unlock_sql)
+                self._gc_lock(conn, self.sql.GC_UNLOCK)
         return len(doomed)
 
     def _gc_lock(self, conn: Connection, statement: str) -> None:

@@ -12,7 +12,7 @@ from langgraph.checkpoint.base import ERROR, INTERRUPT, empty_checkpoint
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
-from langgraph_pg_durable.rows import INLINE_MAX_CHARS
+from langgraph_pg_durable.core.codec import INLINE_MAX_CHARS
 
 SCALARS: dict[str, Any] = {
     "none": None, "yes": True, "no": False, "zero": 0, "big": 2**62, "ratio": 1.0, "negative": -2.5,

@@ -12,14 +12,13 @@ from psycopg_pool import PoolClosed, PoolTimeout
 from langgraph_pg_durable import DatabaseUnavailableError, RetryPolicy, StatementError
 from langgraph_pg_durable.errors import shown
 from langgraph_pg_durable.retry import Attempts, is_transient
-from langgraph_pg_durable.offload import Placement
-from langgraph_pg_durable.rows import (
-    PACKED_WRITES_TYPE,
-    metadata_contains,
-    next_version,
-    put_writes_params,
-    unpack_writes,
-)
+from langgraph_pg_durable.core.codec import Codec
+from langgraph_pg_durable.core.decode import unpack_writes
+from langgraph_pg_durable.core.encode import PACKED_WRITES_TYPE, put_writes_params
+from langgraph_pg_durable.core.keys import next_version
+from langgraph_pg_durable.core.lists import ListPolicy
+from langgraph_pg_durable.core.metadata import metadata_contains
+from langgraph_pg_durable.core.offload import Placement
 
 
 def test_versions_increase_and_accept_the_framework_defaults() -> None:
@@ -103,7 +102,8 @@ def test_metadata_contains_follows_jsonb_containment() -> None:
 
 
 def test_the_list_memory_is_bounded_by_the_items_its_states_reference() -> None:
-    from langgraph_pg_durable.lists import ListMemory, ListState
+    from langgraph_pg_durable.core.lists import ListState
+    from langgraph_pg_durable.memory import ListMemory
 
     def state(version: str, items: int) -> ListState:
         return ListState(version, (), None, tuple((version, i) for i in range(items)))
@@ -124,10 +124,10 @@ def test_the_list_memory_is_bounded_by_the_items_its_states_reference() -> None:
 def test_a_packed_row_is_tried_first_and_names_the_indexes_it_holds() -> None:
     config = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c"}}
     placement = Placement(threshold=0, prefix="p", enabled=False)
-    built = put_writes_params(JsonPlusSerializer(), config, [("a", 1), ("b", 2), ("c", 3)], "task", "", placement)
+    built = put_writes_params(Codec(JsonPlusSerializer()), config, [("a", 1), ("b", 2), ("c", 3)], "task", "", placement, ListPolicy())
     assert built.packed is not None and built.packed["packed_idx"] == 2  # the row holds indexes 0 to 2
     assert list(built.params["idx"]) == [0, 1, 2]  # and each write on its own, for a task re-run
-    single = put_writes_params(JsonPlusSerializer(), config, [("a", 1)], "task", "", placement)
+    single = put_writes_params(Codec(JsonPlusSerializer()), config, [("a", 1)], "task", "", placement, ListPolicy())
     assert single.packed is None
 
 

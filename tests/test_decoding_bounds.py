@@ -15,8 +15,8 @@ from psycopg import sql
 
 from checkpoints import first_put
 from langgraph_pg_durable import DeserializationError, DurablePostgresSaver, ListIntegrityError
-from langgraph_pg_durable.lists import COMPRESSED, LEGACY_COMPRESSED, packed, unpacked
-from langgraph_pg_durable.msgpack_frame import is_one_object, object_end
+from langgraph_pg_durable.core.codec import COMPRESSED, LEGACY_COMPRESSED, packed, unpacked
+from langgraph_pg_durable.core.msgpack_frame import is_one_object, object_end
 
 # -- without a server -------------------------------------------------------------------------
 

@@ -15,7 +15,8 @@ from psycopg import sql
 
 from checkpoints import first_put
 from langgraph_pg_durable import DeserializationError, DurablePostgresSaver
-from langgraph_pg_durable.lists import WRITE_KEY_PREFIX, digest
+from langgraph_pg_durable.core.codec import digest
+from langgraph_pg_durable.core.lists import WRITE_KEY_PREFIX
 
 KEY = b"0123456789abcdef"
 SECRET = "the launch code is 0000"

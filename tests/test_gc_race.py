@@ -14,7 +14,7 @@ import obstore
 import psycopg
 
 from langgraph_pg_durable import DurablePostgresSaver
-from langgraph_pg_durable.offload import object_key
+from langgraph_pg_durable.core.offload import object_key
 from test_offload import MIB, blob_graph, open_same_store, payload, store_for, stored_keys, thread
 from test_races import InBackground, wait_until_blocked_on_a_writer_lock
 

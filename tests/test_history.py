@@ -9,7 +9,7 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph_pg_durable import DurablePostgresSaver
-from langgraph_pg_durable.history import HistoryScan
+from langgraph_pg_durable.core.history import HistoryScan
 from langgraph_pg_durable.sql.statements import Statements
 
 NAMESPACES = ("", "sub:1", "sub:2")
@@ -60,7 +60,7 @@ def test_a_thread_lists_every_namespace_newest_first_once(saver: DurablePostgres
 
 def test_thread_listing_walks_an_index_not_a_sort(saver: DurablePostgresSaver, pg_dsn: str, schema_name: str) -> None:
     _fill(saver, "paged")
-    scan = HistoryScan(saver.serde, {"configurable": {"thread_id": "paged"}}, filter=None, before=None, limit=None)
+    scan = HistoryScan(saver.codec, {"configurable": {"thread_id": "paged"}}, filter=None, before=None, limit=None)
     scan.cursor = ("1ef00020-0000-6000-8000-000000000000", "paged", "sub:1")  # as after a page
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(f'ANALYZE "{schema_name}".checkpoints')

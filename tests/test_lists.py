@@ -26,8 +26,10 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
-from langgraph_pg_durable import rows
-from langgraph_pg_durable.lists import COMPRESSED, LIST_TYPE, ListIntegrityError
+from langgraph_pg_durable.core import encode
+from langgraph_pg_durable.core.codec import COMPRESSED
+from langgraph_pg_durable.core.lists import LIST_TYPE
+from langgraph_pg_durable.errors import ListIntegrityError
 
 # -- random histories of one list channel, put directly ----------------------------------------
 
@@ -293,10 +295,10 @@ def test_a_put_that_outruns_the_pending_write_stores_the_items_itself(pg_dsn: st
         history.put(["first"])
         parent = history.head[1]["id"]
         # The writes' items are offered (as put_writes does before it is sent) but never stored.
-        built = rows.put_writes_params(
-            saver.serde, history.head[0], [("items", ["second"])], "task", "", saver.placement, saver.lists)
+        built = encode.put_writes_params(
+            saver.codec, history.head[0], [("items", ["second"])], "task", "", saver.placement, saver.lists, saver.memory)
         for channel, offered in built.offers:
-            saver.lists.memory.offer("outrun", "", parent, channel, offered)
+            saver.memory.offer("outrun", "", parent, channel, offered)
         history.put(["first", "second"])
     check_every_checkpoint(pg_dsn, schema_name, "outrun", history.expected, saver.serde)
     with psycopg.connect(pg_dsn) as conn:

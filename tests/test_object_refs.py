@@ -14,7 +14,7 @@ import pytest
 from psycopg import sql
 
 from langgraph_pg_durable import DurablePostgresSaver, ObjectIntegrityError
-from langgraph_pg_durable.offload import object_key
+from langgraph_pg_durable.core.offload import object_key
 from test_offload import MIB, blob_graph, open_same_store, payload, rows, store_for, stored_keys, thread
 
 

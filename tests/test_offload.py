@@ -33,7 +33,7 @@ from langgraph_pg_durable import (
     ObjectStoreError,
     SerializationError,
 )
-from langgraph_pg_durable.offload import Placement
+from langgraph_pg_durable.core.offload import Placement
 from tcp_gate import TcpGate
 
 MIB = 1 << 20

@@ -80,7 +80,7 @@ def test_a_put_waits_for_a_delete_thread_and_then_writes_a_whole_checkpoint(
     second, v2 = _history(saver)
     with psycopg.connect(pg_dsn) as deleter:  # a delete_thread in flight: lock held, rows deleted, not committed
         deleter.execute("SELECT pg_advisory_xact_lock(%s)", thread_lock_keys(schema_name, ["t"]))
-        deleter.execute(saver.sql.delete_threads(), {"thread_ids": ["t"]})
+        deleter.execute(saver.sql.delete_threads, {"thread_ids": ["t"]})
         v3 = {**v2, "notes": saver.get_next_version(v2["notes"], None)}
         values = {"doc": {"v": 1}, "notes": [*NOTES, "more", "and more"]}
         put = InBackground(lambda: next_put(saver, second, values, v3, {"notes": v3["notes"]}, step=2))
@@ -130,7 +130,7 @@ def test_writes_wait_for_a_delete_thread(saver: DurablePostgresSaver, pg_dsn: st
     second, _ = _history(saver)
     with psycopg.connect(pg_dsn) as deleter:
         deleter.execute("SELECT pg_advisory_xact_lock(%s)", thread_lock_keys(schema_name, ["t"]))
-        deleter.execute(saver.sql.delete_threads(), {"thread_ids": ["t"]})
+        deleter.execute(saver.sql.delete_threads, {"thread_ids": ["t"]})
         writes = InBackground(lambda: saver.put_writes(second, [("doc", {"w": 1}), ("x", 2)], "task"))
         wait_until_blocked_on_a_writer_lock(pg_dsn, writes)
         deleter.commit()

@@ -2,8 +2,8 @@
 
 A value whose serialized form exceeds the threshold is stored once in the object store
 under a key derived from its SHA-256; the row keeps that key, the hash and the size.
-Read rows end with (object_key, object_sha256, object_size): `attach` puts the fetched
-bytes in the value column so the row decoders see inline data either way.
+A read declares where its rows keep the reference (`RefColumns`): `attach` puts the
+fetched bytes in the value column so the row decoders see inline data either way.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError, ObjectIntegrityError, SerializationError, shown
+from ..errors import ConfigError, ObjectIntegrityError, SerializationError, shown
 
 DEFAULT_THRESHOLD = 1 << 20  # 1 MiB
 # Without an object store a value stays inline; PostgreSQL caps a field (and the bytea[]
@@ -124,27 +124,35 @@ def verify(ref: ObjectRef, data: bytes | None, where: str) -> bytes:
 
 # -- rows as read ------------------------------------------------------------------------
 
-REF_COLUMNS = 3  # every value-carrying read ends with object_key, object_sha256, object_size
+
+@dataclass(frozen=True)
+class RefColumns:
+    """Where a result's rows keep a value and the reference to it (declared beside the SQL)."""
+
+    value: int
+    object_key: int
+    object_sha256: int
+    object_size: int
 
 
-def references(rows: Sequence[Sequence[Any]]) -> list[tuple[int, ObjectRef]]:
+def references(rows: Sequence[Sequence[Any]], columns: RefColumns) -> list[tuple[int, ObjectRef]]:
     """(row index, reference) of each fetched row whose value is offloaded."""
-    return [
-        (i, ObjectRef(row[-3], row[-2], row[-1]))
-        for i, row in enumerate(rows)
-        if row[-3] is not None
-    ]
+    key, sha, size = columns.object_key, columns.object_sha256, columns.object_size
+    return [(i, ObjectRef(row[key], row[sha], row[size])) for i, row in enumerate(rows) if row[key] is not None]
 
 
-def attach(rows: Sequence[Sequence[Any]], payloads: Mapping[str, bytes]) -> Sequence[Sequence[Any]]:
-    """Rows with each offloaded value's bytes in place of its NULL `value` column.
-
-    The reference columns stay at the end (row decoders ignore them); rows without a
-    reference are passed through untouched, so a result with none costs nothing.
-    """
+def attach(rows: Sequence[Sequence[Any]], payloads: Mapping[str, bytes], columns: RefColumns) -> Sequence[Sequence[Any]]:
+    """Rows with each offloaded value's bytes in place of its NULL value column; rows without
+    a reference are passed through untouched, so a result with none costs nothing."""
     if not payloads:
         return rows
-    return [
-        row if row[-3] is None else (*row[:-REF_COLUMNS - 1], payloads[row[-3]], *row[-REF_COLUMNS:])
-        for row in rows
-    ]
+    key, value = columns.object_key, columns.value
+    out = []
+    for row in rows:
+        if row[key] is None:
+            out.append(row)
+        else:
+            filled = list(row)
+            filled[value] = payloads[row[key]]
+            out.append(tuple(filled))
+    return out

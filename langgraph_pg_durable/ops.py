@@ -1,18 +1,17 @@
-"""What the sync and async savers share: each operation as a Query, built without I/O.
+"""The saver operations, each built as a Query (one statement) or a Plan (several), for
+both shells: `aio.py` and its generated twin `saver.py` only send them.
 
-A shell (`saver.py`, `aio.py`) only sends a Query's SQL on a connection, retries
-transient errors, and hands the fetched rows to the Query's `decode`.
+It ties the pure core (parameters, decoding, the list layout) to the statement text of
+the saver's schema (`sql/`), the in-process caches (`memory.py`) and the object store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from psycopg import pq
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -22,64 +21,28 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from . import rows
+from .core import decode, encode
+from .core.arrays import TextArray
+from .core.codec import Codec, load_json
+from .core.decode import DETAIL_REFS, CheckpointRow
+from .core.delta_history import DeltaWalk, replay_ancestors
+from .core.history import HistoryScan
+from .core.keys import CheckpointKey, id_text, next_version, parse_config
+from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ListPolicy, ListState
+from .core.offload import DEFAULT_THRESHOLD, ObjectRef, Placement, attach, check_reference, validate_prefix
+from .core.plan import Plan, Query
+from .core.safe_serde import AllowedType, default_serializer, with_allowed_types
+from .core.safe_serde import accept_plaintext as accept_plaintext_rows
 from .errors import ConfigError, shown
-from .delta_history import DeltaWalk, replay_ancestors
-from .history import HistoryScan
-from .lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ItemCache, ListMemory, ListPolicy, ListState
+from .memory import DEFAULT_ITEM_CACHE_BYTES, ItemCache, ListMemory
 from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, gc_cutoff, open_store
-from .offload import DEFAULT_THRESHOLD, ObjectRef, Placement, Upload, attach, check_reference, validate_prefix
 from .retry import RetryPolicy
-from .safe_serde import AllowedType, default_serializer, with_allowed_types
-from .safe_serde import accept_plaintext as accept_plaintext_rows
-from .arrays import TextArray
-from .rows import CheckpointRow
+from .sql.reads import RunLane
 from .sql.schema import DEFAULT_SCHEMA, gc_lock_key, quote_schema, thread_lock_keys
-from .sql.statements import Statements, compact
-
-T = TypeVar("T")
+from .sql.statements import Statements
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 GC_BATCH = 1000  # object keys checked against the tables per statement
-
-
-def _no_rows(_rows: Sequence[Any]) -> None:
-    return None
-
-
-def has_rows(cursor: Any) -> bool:
-    """Whether a statement returned rows; unlike `cursor.description`, builds no Column objects
-    (those cost ~75 µs of a 0.3 ms get_tuple)."""
-    result = cursor.pgresult
-    return result is not None and result.status == pq.ExecStatus.TUPLES_OK
-
-
-@dataclass(frozen=True)
-class Query(Generic[T]):
-    """One statement to send, what it is for (for errors), and how to read its rows.
-
-    `uploads` are stored and confirmed before the statement is sent; `references`
-    names the objects its rows point to, fetched and verified before `decode`.
-    """
-
-    operation: str
-    sql: str
-    params: Mapping[str, Any]
-    decode: Callable[[Sequence[Any]], T] = _no_rows  # type: ignore[assignment]
-    uploads: Sequence[Upload] = ()
-    references: Callable[[Sequence[Any]], list[tuple[ObjectRef, str]]] | None = None
-    # Payloads the previous statement of the same call fetched (list() pages): kept
-    # across pages so that a value and the write that produced it cost one GET.
-    memo: dict[str, bytes] | None = None
-    # Writer locks (sorted advisory keys, one per thread) the shell takes in the statement's
-    # transaction, before it: writers and deleters of a thread never interleave.
-    locks: Sequence[int] = ()
-
-
-# An operation of several statements, written once for both savers: a generator that
-# yields each Query, is sent its decoded result, and returns the operation's result.
-# The sync saver drives it with _execute, the async one with await _execute.
-Plan = Generator["Query[Any]", Any, T]
 
 
 def _keep_params(keep: Iterable[tuple[str, str, str]]) -> dict[str, TextArray]:
@@ -109,7 +72,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         object_reuse_window: timedelta = DEFAULT_REUSE_WINDOW,
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
         list_min_bytes: int = DEFAULT_MIN_BYTES,
-        list_cache_bytes: int = 64 << 20,
+        list_cache_bytes: int = DEFAULT_ITEM_CACHE_BYTES,
         allowed_types: Iterable[AllowedType] = (),
         accept_plaintext: bool = False,
     ) -> None:
@@ -126,7 +89,8 @@ class SaverCore(BaseCheckpointSaver[str]):
             raise ConfigError(f"offload_threshold must be a whole number of bytes >= 0, got {shown(offload_threshold)}")
         if not isinstance(snapshot_every, int) or isinstance(snapshot_every, bool) or snapshot_every < 1:
             raise ConfigError(f"snapshot_every must be a whole number >= 1 (1 keeps lists whole), got {shown(snapshot_every)}")
-        self.lists = ListPolicy(snapshot_every, ListMemory(), list_min_bytes)
+        self.lists = ListPolicy(snapshot_every, list_min_bytes)
+        self.memory = ListMemory()
         self.items = ItemCache(list_cache_bytes)
         store = open_store(object_store, object_store_options)
         self.objects = (
@@ -141,22 +105,17 @@ class SaverCore(BaseCheckpointSaver[str]):
             enabled=self.objects is not None,
         )
         self.schema = schema
-        self.sql = Statements(schema)
+        self.sql = Statements(schema)  # every statement's text, rendered once
         self.retry = retry or RetryPolicy()
-        # SQL text is fixed per schema: build it once, not on every call.
-        self._put_sql = {True: compact(self.sql.put_plain()), False: compact(self.sql.put())}
-        self._writes_sql = {
-            (r, o): compact(self.sql.put_writes(replace=r, offloaded=o)) for r in (False, True) for o in (False, True)
-        }
-        self._writes_items_sql = compact(self.sql.put_writes_items())
-        self._packed_writes_sql = {i: compact(self.sql.put_packed_writes(items=i)) for i in (False, True)}
-        self._get_sql = {
-            (b, cold): compact(self.sql.get_tuple(by_id=b, cold=cold)) for b in (False, True) for cold in (False, True)
-        }
-        self._details_sql = compact(self.sql.page_details())
-        self._lock_sql = self.sql.lock_threads()
         self._gc_key = gc_lock_key(self.placement.prefix)
-        self._gc_share_sql, self._gc_lock_sql, self._gc_unlock_sql = self.sql.GC_SHARE, self.sql.GC_LOCK, self.sql.GC_UNLOCK
+        self._codec = Codec(self.serde)
+
+    @property
+    def codec(self) -> Codec:
+        """The serializer as the core uses it (rebuilt when LangGraph's with_allowlist swaps it)."""
+        if self._codec.serde is not self.serde:
+            self._codec = Codec(self.serde)
+        return self._codec
 
     def with_allowlist(self, extra_allowlist: Any) -> Any:
         """LangGraph's strict mode adds a graph's state types here; the clone's serde keeps
@@ -171,7 +130,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         return thread_lock_keys(self.schema, thread_ids)
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
-        return rows.next_version(current)
+        return next_version(current)
 
     # -- Query builders ---------------------------------------------------------------
 
@@ -193,38 +152,39 @@ class SaverCore(BaseCheckpointSaver[str]):
         if not use_memory:
             versions = checkpoint["channel_versions"]
             new_versions = {**new_versions, **{ch: versions[ch] for ch in checkpoint["channel_values"] if ch in versions}}
-        params, next_config, uploads, states = rows.put_params(
-            self.serde, config, checkpoint, metadata, new_versions, self.placement, self.lists,
-            use_memory, use_offers and use_memory,
+        built = encode.put_params(
+            self.codec, config, checkpoint, metadata, new_versions, self.placement, self.lists,
+            self.memory if use_memory else None, use_offers=use_offers and use_memory,
         )
+        params, next_config, uploads, states = built.params, built.config, built.uploads, built.states
         used_offers = bool(params["base_item_channels"])
         where = f"put of checkpoint {shown(params['checkpoint_id'])} on thread {shown(params['thread_id'])}"
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
-        groups = rows.inline_item_groups(params)
+        groups = encode.inline_item_groups(params)
 
         def stored(fetched: Sequence[Any]) -> RunnableConfig | None:
             if not fetched:
                 if not used_offers:  # else the items may only be in flight: keep the memory
-                    self.lists.memory.forget(thread_id, ns)
+                    self.memory.forget(thread_id, ns)
                 return None
             self._remember_lists(thread_id, ns, states)
-            self.lists.memory.holds(thread_id, ns, checkpoint_id, checkpoint["channel_versions"])
+            self.memory.holds(thread_id, ns, checkpoint_id, checkpoint["channel_versions"])
             for (channel, version), group in groups.items():
                 self.items.add(thread_id, ns, channel, version, group)
             return next_config
 
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
-        return Query(where, self._put_sql[plain], params, stored, uploads, locks=self._locks([thread_id]))
+        return Query(where, self.sql.put[plain], params, stored, uploads, locks=self._locks([thread_id]))
 
     @staticmethod
     def _parent_key(config: RunnableConfig) -> tuple[str, str, str]:
         """The checkpoint a put extends, or put_writes writes to (the put waits for those)."""
-        key = rows.parse_config(config)
+        key = parse_config(config)
         return key.thread_id, key.checkpoint_ns, key.checkpoint_id or ""
 
     def _remember_lists(self, thread_id: str, ns: str, states: Sequence[tuple[str, ListState]]) -> None:
         for channel, state in states:
-            self.lists.memory.remember(thread_id, ns, channel, state)
+            self.memory.remember(thread_id, ns, channel, state)
 
     def _put_writes_plan(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
@@ -232,17 +192,19 @@ class SaverCore(BaseCheckpointSaver[str]):
         """put_writes: one statement, or two when a task that already has writes at the
         checkpoint (a re-run, a retry) sends writes that could share a row."""
         if not writes:
-            rows.parse_config(config, need_checkpoint_id=True)
+            parse_config(config, need_checkpoint_id=True)
             return
-        built = rows.put_writes_params(self.serde, config, writes, task_id, task_path, self.placement, self.lists)
+        built = encode.put_writes_params(
+            self.codec, config, writes, task_id, task_path, self.placement, self.lists, self.memory
+        )
         params = built.params
         where = f"put_writes of task {shown(task_id)} on thread {shown(params['thread_id'])}"
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
-        groups = rows.inline_item_groups(params) if built.has_items else {}
+        groups = encode.inline_item_groups(params) if built.has_items else {}
         # Offered now: the child's put waits for these writes (see inflight.py), and one
         # that uses items not committed after all finds them missing and stores its own.
         for channel, offered in built.offers:
-            self.lists.memory.offer(thread_id, ns, checkpoint_id, channel, offered)
+            self.memory.offer(thread_id, ns, checkpoint_id, channel, offered)
 
         def stored(fetched: Sequence[Any]) -> bool:
             for (channel, version), group in groups.items():
@@ -250,17 +212,17 @@ class SaverCore(BaseCheckpointSaver[str]):
             return bool(fetched)
 
         if built.packed is not None:
-            sql = self._packed_writes_sql[built.has_items]
+            sql = self.sql.put_packed_writes[built.has_items]
             if (yield Query(where, sql, built.packed, stored, built.uploads, locks=self._locks([thread_id]))):
                 return
         if built.has_items:
-            sql = self._writes_items_sql
+            sql = self.sql.put_writes_items
         else:
-            sql = self._writes_sql[(built.replace, bool(built.uploads))]
+            sql = self.sql.put_writes[(built.replace, bool(built.uploads))]
         yield Query(where, sql, params, stored, built.uploads, locks=self._locks([thread_id]))
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
-        key = rows.parse_config(config)
+        key = parse_config(config)
         held = self.items.held(key.thread_id, key.checkpoint_ns)
         # Recent list versions whose every item the cache holds: if the checkpoint holds
         # one, its chain rows and items are not read at all.
@@ -269,31 +231,26 @@ class SaverCore(BaseCheckpointSaver[str]):
             cached.setdefault(channel, set()).add(version)
         known = {
             (channel, state.version): state
-            for channel, state in self.lists.memory.recent(key.thread_id, key.checkpoint_ns)
+            for channel, state in self.memory.recent(key.thread_id, key.checkpoint_ns)
             if state.item_versions <= cached.get(channel, set())
         }
         return Query(
             f"get_tuple on thread {shown(key.thread_id)}",
-            self._get_sql[(key.checkpoint_id is not None, not held and not known)],
-            rows.get_tuple_params(key, held, known),
-            lambda fetched: self._restored(key, *rows.tuple_from_union(self.serde, key, fetched, held, known)),
-            references=lambda fetched: rows.get_tuple_references(key, fetched),
+            self.sql.get_tuple[(key.checkpoint_id is not None, not held and not known)],
+            encode.get_tuple_params(key, held, known),
+            lambda fetched: self._restored(key, decode.decode_tuple(self.codec, key, fetched, held, known)),
+            references=lambda fetched: decode.get_tuple_references(key, fetched),
+            ref_columns=DETAIL_REFS,
         )
 
-    def _restored(
-        self,
-        key: rows.CheckpointKey,
-        found: CheckpointTuple | None,
-        states: Sequence[tuple[str, ListState]],
-        fetched: Mapping[tuple[str, str], Any],
-    ) -> CheckpointTuple | None:
-        self._remember_lists(key.thread_id, key.checkpoint_ns, states)
-        for (channel, version), group in fetched.items():
+    def _restored(self, key: CheckpointKey, read: decode.TupleRead) -> CheckpointTuple | None:
+        """A get_tuple's tuple, after the caches learned what the read brought."""
+        self._remember_lists(key.thread_id, key.checkpoint_ns, read.states)
+        for (channel, version), group in read.fetched.items():
             self.items.add(key.thread_id, key.checkpoint_ns, channel, version, group)
+        found = read.found
         if found is not None:
-            self.lists.memory.holds(
-                key.thread_id, key.checkpoint_ns, found.checkpoint["id"], found.checkpoint["channel_versions"]
-            )
+            self.memory.holds(key.thread_id, key.checkpoint_ns, found.checkpoint["id"], found.checkpoint["channel_versions"])
         return found
 
     def _history_scan(
@@ -303,7 +260,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         before: RunnableConfig | None,
         limit: int | None,
     ) -> HistoryScan:
-        return HistoryScan(self.serde, config, filter=filter, before=before, limit=limit)
+        return HistoryScan(self.codec, config, filter=filter, before=before, limit=limit)
 
     def _page_query(self, scan: HistoryScan) -> Query[list[CheckpointRow]]:
         return Query("list", self.sql.list_page(scan.page_where()), scan.page_params(), scan.take_page)
@@ -317,17 +274,18 @@ class SaverCore(BaseCheckpointSaver[str]):
         """`Statements.page_details` for `page`, decoded into its CheckpointTuples by `scan`."""
         return Query(
             operation,
-            self._details_sql,
+            self.sql.page_details,
             params,
             lambda fetched: scan.tuples(page, fetched),
             references=lambda fetched: scan.references(page, fetched),
+            ref_columns=DETAIL_REFS,
             memo=scan.payloads,
         )
 
     # -- get_delta_channel_history ----------------------------------------------------
 
     def _delta_walk(self, config: RunnableConfig, channels: Sequence[str]) -> DeltaWalk:
-        return DeltaWalk(self.serde, config, channels)
+        return DeltaWalk(self.codec, config, channels)
 
     def _walk_details_query(self, walk: DeltaWalk) -> Query[list[CheckpointTuple]]:
         return self._tuples_query("get_delta_channel_history", walk.scan, walk.path, walk.details_params())
@@ -358,12 +316,12 @@ class SaverCore(BaseCheckpointSaver[str]):
             payloads = {**query.memo, **payloads}
             query.memo.clear()
             query.memo.update(payloads)
-        return attach(fetched, payloads)
+        return attach(fetched, payloads, query.ref_columns or DETAIL_REFS)
 
     def _referenced_objects_query(self, keys: Sequence[str]) -> Query[set[str]]:
         return Query(
             "gc",
-            self.sql.referenced_objects(),
+            self.sql.referenced_objects,
             {"keys": TextArray(keys)},
             lambda fetched: {row[0] for row in fetched},
         )
@@ -374,36 +332,39 @@ class SaverCore(BaseCheckpointSaver[str]):
         return gc_cutoff(grace_period, self.objects.reuse_window)
 
     def _delete_threads_query(self, thread_ids: Sequence[str]) -> Query[None]:
-        ids = [rows.id_text(t, "thread_id") for t in thread_ids]
-        return Query(f"delete of threads {shown(ids)}", self.sql.delete_threads(), {"thread_ids": ids},
+        ids = [id_text(t, "thread_id") for t in thread_ids]
+        return Query(f"delete of threads {shown(ids)}", self.sql.delete_threads, {"thread_ids": ids},
                      locks=self._locks(ids))
 
     def _run_lanes_query(self, ids: Sequence[str]) -> Query[set[tuple[str, str, str]]]:
         """delete_for_runs, second: the runs' checkpoints that surviving DeltaChannel ones replay."""
         return Query(
             f"delete_for_runs {shown(ids)}",
-            self.sql.run_lanes(),
+            self.sql.run_lanes,
             {"run_ids": ids},
             lambda fetched: replay_ancestors([
                 # The channels a checkpoint holds: values rows, and scalars in its own JSON.
-                (*r[:5], [*r[5], *(rows.load_json(r[7]) or ())], rows.load_json(r[6])) for r in fetched
+                (r[RunLane.THREAD_ID], r[RunLane.CHECKPOINT_NS], r[RunLane.CHECKPOINT_ID], r[RunLane.PARENT_CHECKPOINT_ID],
+                 r[RunLane.DOOMED], [*r[RunLane.VALUE_CHANNELS], *(load_json(r[RunLane.INLINE_VALUES]) or ())],
+                 load_json(r[RunLane.DELTA_COUNTERS]))
+                for r in fetched
             ]),
         )
 
     def _run_threads_query(self, ids: Sequence[str]) -> Query[list[str]]:
         """delete_for_runs, first: the threads the runs wrote to (their writer locks)."""
-        return Query(f"delete_for_runs {shown(ids)}", self.sql.run_threads(), {"run_ids": ids},
+        return Query(f"delete_for_runs {shown(ids)}", self.sql.run_threads, {"run_ids": ids},
                      lambda fetched: [r[0] for r in fetched])
 
     def _delete_for_runs_query(
         self, ids: Sequence[str], keep: set[tuple[str, str, str]], threads: Sequence[str]
     ) -> Query[None]:
         params = {"run_ids": ids, **_keep_params(keep)}
-        return Query(f"delete_for_runs {shown(ids)}", self.sql.delete_for_runs(), params, locks=self._locks(threads))
+        return Query(f"delete_for_runs {shown(ids)}", self.sql.delete_for_runs, params, locks=self._locks(threads))
 
     def _copy_thread_query(self, source_thread_id: str, target_thread_id: str) -> Query[None]:
-        source = rows.id_text(source_thread_id, "source thread_id")
-        target = rows.id_text(target_thread_id, "target thread_id")
+        source = id_text(source_thread_id, "source thread_id")
+        target = id_text(target_thread_id, "target thread_id")
         if source == target:
             raise ConfigError(f"copy_thread needs two different threads, got {shown(source)} twice")
 
@@ -417,7 +378,7 @@ class SaverCore(BaseCheckpointSaver[str]):
 
         return Query(
             f"copy_thread {shown(source)} -> {shown(target)}",
-            self.sql.copy_thread(),
+            self.sql.copy_thread,
             {"source": source, "target": target},
             copied,
             locks=self._locks([source, target]),
@@ -430,15 +391,15 @@ class SaverCore(BaseCheckpointSaver[str]):
             raise ConfigError(f"unknown prune strategy {shown(strategy)}; use one of {PRUNE_STRATEGIES}")
         if strategy == "delete":
             return self._delete_threads_query(thread_ids)
-        ids = [rows.id_text(t, "thread_id") for t in thread_ids]
+        ids = [id_text(t, "thread_id") for t in thread_ids]
         params = {"thread_ids": ids, **_keep_params((r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in keep)}
-        return Query(f"prune of threads {shown(ids)}", self.sql.prune_keep_latest(), params, locks=self._locks(ids))
+        return Query(f"prune of threads {shown(ids)}", self.sql.prune_keep_latest, params, locks=self._locks(ids))
 
     def _latest_rows_query(self, thread_ids: Sequence[str]) -> Query[list[CheckpointRow]]:
-        ids = [rows.id_text(t, "thread_id") for t in thread_ids]
+        ids = [id_text(t, "thread_id") for t in thread_ids]
         return Query(
             f"prune of threads {shown(ids)}",
-            self.sql.latest_checkpoints(),
+            self.sql.latest_checkpoints,
             {"thread_ids": ids},
             lambda fetched: [CheckpointRow.from_row(r) for r in fetched],
         )
@@ -473,7 +434,7 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _delete_for_runs_plan(self, run_ids: Sequence[str]) -> Plan[None]:
         """delete_for_runs, sparing the checkpoints a surviving DeltaChannel one replays."""
-        ids = [rows.id_text(r, "run_id") for r in run_ids]
+        ids = [id_text(r, "run_id") for r in run_ids]
         if ids:
             threads = yield self._run_threads_query(ids)
             if threads:
@@ -503,6 +464,6 @@ class SaverCore(BaseCheckpointSaver[str]):
             counters = row.metadata.get("counters_since_delta_snapshot") if isinstance(row.metadata, dict) else None
             channels = [c for c in (counters or {}) if not row.holds(c)]
             if channels:
-                config = rows.CheckpointKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id).config()
+                config = CheckpointKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id).config()
                 walks.append(self._delta_walk(config, channels))
         return walks

@@ -12,24 +12,25 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
-from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .arrays import TextArray
+from .codec import Codec
+from .decode import CheckpointRow
 from .history import HistoryScan
-from .rows import CheckpointRow, parse_config
+from .keys import parse_config
 
 
 class DeltaWalk:
     """The state of one get_delta_channel_history call between statements."""
 
-    def __init__(self, serde: SerializerProtocol, config: RunnableConfig, channels: Sequence[str]) -> None:
+    def __init__(self, codec: Codec, config: RunnableConfig, channels: Sequence[str]) -> None:
         key = parse_config(config)
-        self.serde = serde
+        self.codec = codec
         self.lane: RunnableConfig = {"configurable": {"thread_id": key.thread_id, "checkpoint_ns": key.checkpoint_ns}}
         self.channels = list(channels)
         self.remaining = set(channels)
         # First the target row alone, then the lane's older rows page by page.
-        self.scan = HistoryScan(serde, key.config() if key.checkpoint_id else self.lane, filter=None, before=None, limit=1)
+        self.scan = HistoryScan(codec, key.config() if key.checkpoint_id else self.lane, filter=None, before=None, limit=1)
         self.started = False
         self.finished = False
         self.rows: dict[str, CheckpointRow] = {}
@@ -50,7 +51,7 @@ class DeltaWalk:
             target = page[0]
             self.next_id = target.parent_checkpoint_id
             before = {"configurable": {**self.lane["configurable"], "checkpoint_id": target.checkpoint_id}}
-            self.scan = HistoryScan(self.serde, self.lane, filter=None, before=before, limit=None)
+            self.scan = HistoryScan(self.codec, self.lane, filter=None, before=before, limit=None)
             return
         for row in page:
             self.rows[row.checkpoint_id] = row
@@ -66,7 +67,7 @@ class DeltaWalk:
             self.finished = True
 
     def details_params(self) -> dict[str, Any]:
-        """`Statements.page_details` for the path's writes and the seed values only."""
+        """`sql.reads.page_details` parameters for the path's writes and the seed values only."""
         seeds = [(row, channel) for channel, row in self.seeds.items() if channel in row.value_channels]
         versions = [row.value_versions[row.value_channels.index(channel)] for row, channel in seeds]
         self.scan.required = {}

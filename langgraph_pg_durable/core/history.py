@@ -13,32 +13,18 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
-from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from .errors import ConfigError, shown
+from ..errors import ConfigError, shown
 from . import lists as list_layout
 from .arrays import TextArray
-from .offload import ObjectRef, references
-from .rows import (
-    CheckpointRow,
-    WriteRow,
-    build_tuple,
-    dump_json,
-    filter_for_sql,
-    filter_needs_recheck,
-    load_metadata,
-    load_value,
-    metadata_contains,
-    checkpoint_id_of,
-    parse_config,
-    resolve_writes,
-    unpack_writes,
-)
+from .codec import Codec, dump_json
+from .decode import CheckpointRow, ValueKey, build_tuple, gather_details, page_references, resolve_writes, unpack_writes
+from .keys import checkpoint_id_of, parse_config
+from .metadata import filter_for_sql, filter_needs_recheck, load_metadata, metadata_contains
+from .offload import ObjectRef
 
 FIRST_PAGE = 8
 LARGEST_PAGE = 256
-
-ValueKey = tuple[str, str, str, str]  # thread, namespace, channel, version
 
 
 class HistoryScan:
@@ -46,7 +32,7 @@ class HistoryScan:
 
     def __init__(
         self,
-        serde: SerializerProtocol,
+        codec: Codec,
         config: RunnableConfig | None,
         *,
         filter: Mapping[str, Any] | None,
@@ -57,7 +43,7 @@ class HistoryScan:
             raise ConfigError(f"list() limit must be a whole number >= 0 or None, got {shown(limit)}")
         if filter is not None and not isinstance(filter, Mapping):
             raise ConfigError(f"list() filter must be a mapping of metadata keys to values, got {shown(filter)}")
-        self.serde = serde
+        self.codec = codec
         self.filter = dict(filter) if filter else None
         self.recheck_all = filter_needs_recheck(self.filter)
         self.remaining = limit
@@ -167,52 +153,19 @@ class HistoryScan:
 
     def references(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[tuple[ObjectRef, str]]:
         """The objects the page's details reference, each with what it is for errors."""
-        found = references(detail_rows)
-        if not found:
-            return []
-        holder = {k: row.checkpoint_id for row in reversed(page) for k in row.value_keys}
-        out = []
-        for i, ref in found:
-            part, thread_id, ns, checkpoint_id, a, b, _, n = detail_rows[i][:8]
-            if part == "v":
-                checkpoint_id = holder.get((thread_id, ns, a, b))
-                what = f"channel {shown(a)} (version {shown(b)})"
-            elif part in ("i", "l"):
-                checkpoint_id = None
-                what = f"item {n} of channel {shown(a)} (version {shown(b)})" if part == "i" else f"channel {shown(a)} (version {shown(b)})"
-            else:
-                what = f"pending write of task {shown(a)} to channel {shown(b)}"
-            out.append((ref, f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, {what}"))
-        return out
+        return page_references(page, detail_rows)
 
     def tuples(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[CheckpointTuple]:
         """The page's CheckpointTuples, decoding each value (and each list item) once per scan."""
-        fresh: dict[ValueKey, Any] = {}
-        writes: dict[tuple[str, str, str], list[WriteRow]] = {}
-        list_rows: dict[tuple[str, str], dict[tuple[str, str], list_layout.StoredList]] = {}
-        raw_items: dict[tuple[str, str], dict[tuple[str, str], list_layout.RawItems]] = {}
-        wanted: dict[tuple[str, str], list[tuple[str, str]]] = {}
-        for part, thread_id, ns, checkpoint_id, a, b, c, n, type_, data, *_refs in detail_rows:
-            lane = (thread_id, ns)
-            if part in ("v", "l") and type_ == list_layout.LIST_TYPE:
-                chain = checkpoint_id.split(list_layout.CHAIN_SEPARATOR) if checkpoint_id else ()
-                item_versions = c.split(list_layout.CHAIN_SEPARATOR) if c else ()
-                list_rows.setdefault(lane, {})[(a, b)] = list_layout.stored(
-                    chain, data, item_versions, where=f"thread {shown(thread_id)}, channel {shown(a)} (version {shown(b)})")
-                if part == "v":
-                    wanted.setdefault(lane, []).append((a, b))
-            elif part == "v":
-                fresh[(thread_id, ns, a, b)] = load_value(self.serde, type_, data, where=lambda t=thread_id, a=a, b=b: (
-                    f"thread {shown(t)}, channel {shown(a)} (version {shown(b)})"))
-            elif part == "i":
-                raw_items.setdefault(lane, {}).setdefault((a, b), {})[n] = list_layout.unpacked_item(  # inflated once
-                    type_, data, lambda t=thread_id, a=a, b=b, n=n: f"thread {shown(t)}, channel {shown(a)}, version {shown(b)}, item {n}")
-                self.item_groups.add((thread_id, ns, a, b))
-            elif part == "w":
-                writes.setdefault((thread_id, ns, checkpoint_id), []).append((a, b, c, n, type_, data))
-        for (thread_id, ns), keys in wanted.items():
+        details = gather_details(self.codec, detail_rows)
+        fresh = details.values
+        writes = details.writes
+        raw_items = details.raw_items
+        for lane in details.raw_items:
+            self.item_groups.update((*lane, channel, version) for channel, version in details.raw_items[lane])
+        for (thread_id, ns), keys in details.wanted.items():
             restored = list_layout.restore(
-                self.serde, load_value, wanted=keys, rows=list_rows.get((thread_id, ns), {}),
+                self.codec, wanted=keys, rows=details.list_rows.get((thread_id, ns), {}),
                 raw_items=raw_items.get((thread_id, ns), {}),
                 where=lambda ch, v, t=thread_id: f"thread {shown(t)}, channel {shown(ch)} (version {shown(v)})",
                 decoded=self.items.setdefault((thread_id, ns), {}),
@@ -228,7 +181,7 @@ class HistoryScan:
                     lanes_decoded[(thread_id, ns)] = self._decoded_items((thread_id, ns), raw_items.get((thread_id, ns), {}))
                 decoded = lanes_decoded[(thread_id, ns)]
                 writes[(thread_id, ns, checkpoint_id)] = resolve_writes(
-                    self.serde, lane_writes, lambda channel, decoded=decoded: decoded.get(channel, {}), decoded=True,
+                    self.codec, lane_writes, lambda channel, decoded=decoded: decoded.get(channel, {}), decoded=True,
                     where=lambda w, t=thread_id, c=checkpoint_id: (
                         f"thread {shown(t)}, checkpoint {shown(c)}, write of task {shown(w[0])} to channel {shown(w[1])}"),
                 )
@@ -242,7 +195,7 @@ class HistoryScan:
             values = {(k[2], k[3]): self.values[k] for k in row.value_keys if k in self.values}
             required = None if self.required is None else self.required.get(row.checkpoint_id, set())
             lane_writes = writes.get((row.thread_id, row.checkpoint_ns, row.checkpoint_id), ())
-            out.append(build_tuple(self.serde, row, values, lane_writes, required=required))
+            out.append(build_tuple(self.codec, row, values, lane_writes, required=required))
             if self.remaining is not None:
                 self.remaining -= 1
                 if self.remaining <= 0:
@@ -260,7 +213,7 @@ class HistoryScan:
             by_channel.setdefault(channel, {})[version] = group
         decoded = self.items.setdefault(lane, {})
         for channel, channel_groups in by_channel.items():
-            list_layout.decode_into(self.serde, load_value, decoded.setdefault(channel, {}), channel_groups,
+            list_layout.decode_into(self.codec, decoded.setdefault(channel, {}), channel_groups,
                                     where=f"thread {shown(lane[0])}, channel {shown(channel)}")
         return decoded
 
@@ -269,4 +222,4 @@ class HistoryScan:
         if not self.filter or not (self.recheck_all or row.metadata_exact is not None):
             return True
         where = f"thread {shown(row.thread_id)}, checkpoint {shown(row.checkpoint_id)}"
-        return metadata_contains(load_metadata(self.serde, row.metadata, row.metadata_exact, where=where), self.filter)
+        return metadata_contains(load_metadata(self.codec, row.metadata, row.metadata_exact, where=where), self.filter)

@@ -24,22 +24,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import threading
-import zlib
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import orjson
-from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from .errors import DeserializationError, DurableCheckpointError, ListIntegrityError, shown
-from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads
-from .msgpack_frame import is_one_object
-from .offload import MAX_INLINE_BYTES, ObjectRef, Placement, Upload
+from ..errors import DeserializationError, ListIntegrityError, shown
+from .codec import Codec, StoredItem, digest, packed, unpacked
+from .offload import ObjectRef, Placement, Upload
 
 T = TypeVar("T")
 
@@ -51,7 +45,7 @@ CHAIN_SEPARATOR = "\x1f"  # joins a chain's versions into one text parameter
 DEFAULT_SNAPSHOT_EVERY = 16
 
 Segment = tuple[str, int, int]  # version whose items these are, first idx, count
-RawItems = dict[int, tuple[str, bytes]]  # idx -> (serializer type, bytes) of one version's items
+RawItems = dict[int, StoredItem]  # idx -> (serializer type, bytes) of one version's items
 Location = tuple[str, int]  # version, idx
 
 
@@ -119,74 +113,6 @@ class ListRow:
     item_needs: tuple[str, ...] = ()  # write keys whose stored items it uses (must still exist)
 
 
-def digest(type_: str, data: bytes) -> bytes:
-    return hashlib.blake2b(type_.encode() + b"\x00" + data, digest_size=16).digest()
-
-
-# Postgres compresses a row's values only once the row passes ~2 KB (TOAST), and an item
-# has a row of its own: items from 1 KiB up are compressed here, when that saves a tenth.
-COMPRESS_MIN_BYTES = 1024
-# Appended to the serializer's type of a compressed item: the bytes are the item's size
-# (4 bytes, big-endian) then its zlib stream, so a read inflates exactly that much.
-COMPRESSED = "+zlibn"
-LEGACY_COMPRESSED = "+zlib"  # items written before the size was stored: the zlib stream alone
-MAX_ITEM_BYTES = MAX_INLINE_BYTES  # no item inflates past what a row could hold
-ZLIB_MAX_RATIO = 1032  # deflate's own bound: no stream inflates more than this
-
-
-def is_compressed(type_: str) -> bool:
-    return type_.endswith((COMPRESSED, LEGACY_COMPRESSED))
-
-
-def packed(type_: str, data: bytes) -> tuple[str, bytes]:
-    """An item's bytes as stored: compressed when that pays."""
-    if len(data) >= COMPRESS_MIN_BYTES:
-        smaller = zlib.compress(data, 1)
-        if len(smaller) * 10 <= len(data) * 9:
-            return type_ + COMPRESSED, len(data).to_bytes(4, "big") + smaller
-    return type_, data
-
-
-def unpacked(type_: str, data: bytes | None) -> tuple[str, bytes]:
-    """The serializer's type and bytes of an item as stored; raises ValueError for a
-    compressed item that does not inflate to exactly its stated size (nothing read from
-    the row sizes an allocation past that bound)."""
-    data = data or b""
-    if type_.endswith(COMPRESSED):
-        if len(data) < 4:
-            raise ValueError("a compressed item is shorter than its size header")
-        size = int.from_bytes(data[:4], "big")
-        if size > MAX_ITEM_BYTES:
-            raise ValueError(f"a compressed item states a size of {size:,} bytes, past {MAX_ITEM_BYTES:,}")
-        return type_[: -len(COMPRESSED)], _inflate(data[4:], size, exact=True)
-    if type_.endswith(LEGACY_COMPRESSED):
-        bound = min(MAX_ITEM_BYTES, len(data) * ZLIB_MAX_RATIO)
-        return type_[: -len(LEGACY_COMPRESSED)], _inflate(data, bound, exact=False)
-    return type_, data
-
-
-def _inflate(stream: bytes, limit: int, *, exact: bool) -> bytes:
-    """One whole zlib stream inflated to at most `limit` bytes (exactly `limit` with `exact`)."""
-    inflater = zlib.decompressobj()
-    try:
-        out = inflater.decompress(stream, limit + 1)
-    except zlib.error as exc:
-        raise ValueError(f"a compressed item does not inflate: {exc}") from None
-    if len(out) > limit or inflater.unconsumed_tail or inflater.unused_data or not inflater.eof:
-        raise ValueError("a compressed item inflates past its size, or has bytes after its stream")
-    if exact and len(out) != limit:
-        raise ValueError(f"a compressed item inflates to {len(out):,} bytes, not the {limit:,} it states")
-    return out
-
-
-def unpacked_item(type_: str, data: bytes | None, where: Any) -> tuple[str, bytes]:
-    """`unpacked`, with a failure named by `where()` (thread, channel, version, item)."""
-    try:
-        return unpacked(type_, data)
-    except ValueError as exc:
-        raise DeserializationError(f"{where()}: {exc}") from None
-
-
 def _item_row(channel: str, key: str, idx: int, type_: str, data: bytes, placement: Placement,
               *, where: str, uploads: list[Upload], purpose: str) -> ItemRow:
     """One channel_items row: the item's bytes packed, inline or offloaded (upload queued)."""
@@ -203,7 +129,7 @@ def usable(value: Any, version: str, snapshot_every: int) -> bool:
 
 
 def plan(
-    serde: SerializerProtocol,
+    codec: Codec,
     *,
     channel: str,
     version: str,
@@ -212,7 +138,6 @@ def plan(
     snapshot_every: int,
     placement: Placement,
     where: str,
-    dump: Any,
     offered: Mapping[bytes, Location] | None = None,
 ) -> ListRow:
     """The rows that store `value` as version `version`: a delta on `base` (the version
@@ -222,7 +147,7 @@ def plan(
     `offered` are items the parent checkpoint's pending writes stored, by digest: an
     appended item found there is used where it is rather than stored again.
     """
-    digests, stored_form = _serialize_items(serde, value, channel=channel, where=where, dump=dump)
+    digests, stored_form = codec.dump_items(value, channel=channel, where=where)
     appends = base is not None and _extends(digests, base.digests)
 
     items: list[ItemRow] = []
@@ -276,14 +201,13 @@ class WriteItems:
 
 
 def write_items(
-    serde: SerializerProtocol,
+    codec: Codec,
     *,
     channel: str,
     value: Any,
     identity: str,
     placement: Placement,
     where: str,
-    dump: Any,
 ) -> WriteItems:
     """Store a pending write's items (a list's, or the one value) in channel_items.
 
@@ -292,9 +216,9 @@ def write_items(
     shares a key with the first try.
     """
     values = value if type(value) is list else [value]
-    digests, stored_form = _serialize_items(serde, values, channel=channel, where=where, dump=dump)
+    digests, stored_form = codec.dump_items(values, channel=channel, where=where)
     h = hashlib.blake2b(identity.encode(), digest_size=9)
-    if isinstance(serde, EncryptedSerializer):
+    if codec.encrypted:
         # A key hashed from the plaintext would let a reader of the tables test a guess of
         # it: under encryption the key is random (unique all the same).
         h.update(os.urandom(16))
@@ -312,9 +236,7 @@ def write_items(
     return WriteItems(key, body, items, uploads, [(d, (key, i)) for i, d in enumerate(digests)])
 
 
-def load_write(
-    serde: SerializerProtocol, load: Any, body: bytes, items: Mapping[Location, T] | None, decoded: bool, *, where: str
-) -> Any:
+def load_write(codec: Codec, body: bytes, items: Mapping[Location, Any] | None, decoded: bool, *, where: str) -> Any:
     """A pending write's value from its row's body and its items (raw, or `decoded`)."""
     try:
         head = orjson.loads(body)
@@ -327,26 +249,10 @@ def load_write(
         raise ListIntegrityError(f"{where}: the write names {count:,} items; only {len(items or {}):,} are stored")
     locations = [(key, i) for i in range(count)]
     found = pick(items or {}, locations, where=where)
-    values = found if decoded else _decode_all(serde, load, found, where=where)
+    values = found if decoded else codec.load_items(found, where=where)
     if not is_list and len(values) != 1:
         raise DeserializationError(f"{where}: the row of a write stored as items is malformed")
     return values if is_list else values[0]
-
-
-def _serialize_items(
-    serde: SerializerProtocol, values: Sequence[Any], *, channel: str, where: str, dump: Any
-) -> tuple[tuple[bytes, ...], Any]:
-    """Each item's digest, and a function giving the (type, bytes) to store for item i.
-
-    Digests come from a deterministic serialization: under EncryptedSerializer the inner
-    serializer's, since ciphertext differs on every call (the stored bytes are encrypted).
-    """
-    plain_serde = getattr(serde, "serde", serde) if isinstance(serde, EncryptedSerializer) else serde
-    plain = [dump(plain_serde, item, channel=channel, where=where) for item in values]
-    digests = tuple(digest(t, d) for t, d in plain)
-    if plain_serde is serde:
-        return digests, plain.__getitem__
-    return digests, lambda i: dump(serde, values[i], channel=channel, where=where)
 
 
 def _extends(digests: Sequence[bytes], base: Sequence[bytes]) -> bool:
@@ -463,14 +369,21 @@ class ListPolicy:
     list starts in the delta layout once it serializes to more than `min_bytes` (a short
     list costs less rewritten whole than as rows of items)."""
 
-    snapshot_every: int
-    memory: ListMemory
+    snapshot_every: int = DEFAULT_SNAPSHOT_EVERY
     min_bytes: int = DEFAULT_MIN_BYTES
 
 
+class ListBases(Protocol):
+    """What a put asks of the saver's memory (memory.ListMemory): the list version a
+    parent checkpoint holds, and the items its pending writes stored."""
+
+    def base(self, thread_id: str, ns: str, parent_id: str | None, channel: str) -> ListState | None: ...
+
+    def offered(self, thread_id: str, ns: str, checkpoint_id: str | None, channel: str) -> dict[bytes, Location]: ...
+
+
 def restore(
-    serde: SerializerProtocol,
-    load: Any,
+    codec: Codec,
     *,
     wanted: Sequence[tuple[str, str]],
     rows: Mapping[tuple[str, str], StoredList],
@@ -506,7 +419,7 @@ def restore(
         locations = locate(version, rows_of, where=named, available=counts[channel])
         if decoded is None:
             stored_bytes = pick(present, locations, where=named)
-            value = _decode_all(serde, load, stored_bytes, where=named)
+            value = codec.load_items(stored_bytes, where=named)
             state = ListState(version, rows_of[version].chain, None, tuple(locations), stored_bytes)
             out[(channel, version)] = (value, state)
         else:
@@ -515,13 +428,13 @@ def restore(
             cache = decoded.setdefault(channel, {})
             fresh = [loc for loc in present if loc not in cache]
             if fresh:
-                cache.update(zip(fresh, _decode_all(serde, load, [present[loc] for loc in fresh], where=named)))
+                cache.update(zip(fresh, codec.load_items([present[loc] for loc in fresh], where=named)))
             out[(channel, version)] = (pick(cache, locations, where=named), None)
     return out
 
 
 def rebuild(
-    serde: SerializerProtocol, load: Any, channel: str, state: ListState,
+    codec: Codec, channel: str, state: ListState,
     raw_items: Mapping[tuple[str, str], RawItems], *, where: str,
 ) -> list[Any]:
     """A list version from a state the saver holds and its items' stored bytes, by
@@ -531,187 +444,40 @@ def rebuild(
     except KeyError:
         missing = next(loc for loc in state.locations if loc[1] not in raw_items.get((channel, loc[0]), {}))
         raise ListIntegrityError(f"{where}: item {missing[1]} of version {shown(missing[0])} is missing") from None
-    return _decode_all(serde, load, found, where=where)
+    return codec.load_items(found, where=where)
 
 
 def decode_into(
-    serde: SerializerProtocol, load: Any, cache: dict[Location, Any], groups: Mapping[str, RawItems], *, where: str
+    codec: Codec, cache: dict[Location, Any], groups: Mapping[str, RawItems], *, where: str
 ) -> dict[Location, Any]:
     """`cache` (decoded items of one channel) with every item of `groups` (by version) in it."""
     fresh = [(version, idx) for version, group in groups.items() for idx in group if (version, idx) not in cache]
     if fresh:
-        cache.update(zip(fresh, _decode_all(serde, load, [groups[v][i] for v, i in fresh], where=where)))
+        cache.update(zip(fresh, codec.load_items([groups[v][i] for v, i in fresh], where=where)))
     return cache
 
 
-def _decode_all(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str, bytes | None]], *, where: str) -> list[Any]:
-    """Decode items in order; a failure is a DeserializationError naming `where`."""
-    try:
-        return _decode_items(serde, load, raw)
-    except DurableCheckpointError:
-        raise
-    except (BlockedTypeError, PlaintextRefusedError) as exc:
-        raise DeserializationError(f"{where}: a stored list item {exc}") from exc
-    except Exception as exc:
-        raise DeserializationError(f"{where}: a stored list item cannot be decoded ({type(exc).__name__}: "
-                                   f"{str(exc).strip()[:200]})") from exc
 
 
-def _decode_items(serde: SerializerProtocol, load: Any, raw: Sequence[tuple[str, bytes | None]]) -> list[Any]:
-    """Plain msgpack items of the default serializer decode in one call, framed as one
-    msgpack array (the bytes a whole list would have), which saves a Python call per
-    item on long lists."""
-    if any(is_compressed(t) for t, _ in raw):
-        raw = [unpacked(t, d) for t, d in raw]
-    for type_, data in raw:
-        if type_ == "msgpack" and not is_one_object(data or b""):
-            raise ValueError("an item's bytes are not exactly one msgpack object (it would read as another)")
-    count = len(raw)
-    if count > 1 and type(serde) is JsonPlusSerializer and all(t == "msgpack" for t, _ in raw):
-        header = bytes([0x90 | count]) if count < 16 else (
-            b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16 else b"\xdd" + count.to_bytes(4, "big"))
-        values = checked_loads(serde, ("msgpack", header + b"".join(data or b"" for _, data in raw)))
-        if isinstance(values, list) and len(values) == count:
-            return values
-    return [load(serde, type_, data) for type_, data in raw]
-
-
-class ListMemory:
-    """Recent list versions stored or read, and which version of each channel recent
-    checkpoints hold. Bounded; it only saves work: without it a put writes a snapshot.
-
-    A new version only ever extends the version its parent checkpoint holds: that row
-    and its chain are kept by prune as long as the parent survives, which a version
-    that merely looks like a prefix (another branch, a pruned one) does not promise.
-    """
-
-    def __init__(self, max_states: int = 1024, max_checkpoints: int = 4096, max_locations: int = 1 << 20) -> None:
-        self._states: OrderedDict[tuple[str, str, str, str], ListState] = OrderedDict()
-        self._locations = 0
-        self._max_locations = max_locations
-        self._held: OrderedDict[tuple[str, str, str], dict[str, str]] = OrderedDict()
-        self._offers: OrderedDict[tuple[str, str, str, str], dict[bytes, Location]] = OrderedDict()
-        self._max_states = max_states
-        self._max_checkpoints = max_checkpoints
-        self._lock = threading.Lock()
-
-    def holds(self, thread_id: str, ns: str, checkpoint_id: str, versions: Mapping[str, Any]) -> None:
-        """Record the channel versions a checkpoint holds."""
-        with self._lock:
-            self._held[(thread_id, ns, checkpoint_id)] = {k: str(v) for k, v in versions.items()}
-            while len(self._held) > self._max_checkpoints:
-                self._held.popitem(last=False)
-
-    def forget(self, thread_id: str, ns: str) -> None:
-        """Drop what is known of a thread's lists (a base turned out to be gone)."""
-        with self._lock:
-            for key in [k for k in self._states if k[:2] == (thread_id, ns)]:
-                self._locations -= len(self._states.pop(key).locations)
-            for key in [k for k in self._offers if k[:2] == (thread_id, ns)]:
-                del self._offers[key]
-
-    def base(self, thread_id: str, ns: str, parent_id: str | None, channel: str) -> ListState | None:
-        """The state of the channel's version in the parent checkpoint, if known."""
-        if parent_id is None:
-            return None
-        with self._lock:
-            version = self._held.get((thread_id, ns, parent_id), {}).get(channel)
-            return None if version is None else self._states.get((thread_id, ns, channel, version))
-
-    def offer(self, thread_id: str, ns: str, checkpoint_id: str, channel: str,
-              offered: Sequence[tuple[bytes, Location]]) -> None:
-        """Record items a pending write of a checkpoint stored, for its child's delta."""
-        with self._lock:
-            key = (thread_id, ns, checkpoint_id, channel)
-            self._offers.setdefault(key, {}).update(offered)
-            self._offers.move_to_end(key)
-            while len(self._offers) > self._max_checkpoints:
-                self._offers.popitem(last=False)
-
-    def offered(self, thread_id: str, ns: str, checkpoint_id: str | None, channel: str) -> dict[bytes, Location]:
-        """Items the checkpoint's pending writes to the channel stored, by digest."""
-        with self._lock:
-            return dict(self._offers.get((thread_id, ns, checkpoint_id or "", channel), {}))
-
-    def recent(self, thread_id: str, ns: str, *, limit: int = 4, scan: int = 64) -> list[tuple[str, ListState]]:
-        """(channel, state) of the lane's most recently stored or read list versions: the
-        newest checkpoint usually holds one of them."""
-        out = []
-        with self._lock:
-            for i, key in enumerate(reversed(self._states)):
-                if i >= scan or len(out) >= limit:
-                    break
-                if key[:2] == (thread_id, ns):
-                    out.append((key[2], self._states[key]))
-        return out
-
-    def remember(self, thread_id: str, ns: str, channel: str, state: ListState) -> None:
-        """Keep a version's state, most recent last; the oldest go past `max_states`, or
-        past `max_locations` items in all (a state holds a reference per item, and a long
-        thread stores a version per step)."""
-        key = (thread_id, ns, channel, state.version)
-        with self._lock:
-            old = self._states.pop(key, None)
-            if old is not None:
-                self._locations -= len(old.locations)
-            self._states[key] = state
-            self._locations += len(state.locations)
-            while len(self._states) > 1 and (
-                len(self._states) > self._max_states or self._locations > self._max_locations
-            ):
-                _, gone = self._states.popitem(last=False)
-                self._locations -= len(gone.locations)
-
-    @property
-    def locations(self) -> int:
-        """Item references the remembered states hold, in all."""
-        return self._locations
-
-
-class ItemCache:
-    """Stored bytes of recent list items, by (thread, namespace), then (channel, version).
-
-    A version's items never change once written, so a read can skip fetching the groups
-    it holds (get_tuple sends their keys) and decode them from here. Bounded by bytes,
-    least recently used thread first; a group it lacks is simply fetched.
-    """
-
-    def __init__(self, max_bytes: int = 64 << 20, max_keys_per_read: int = 5000) -> None:
-        self.max_bytes = max_bytes
-        self.max_keys_per_read = max_keys_per_read
-        self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], RawItems]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def add(self, thread_id: str, ns: str, channel: str, version: str, items: RawItems) -> None:
-        """Hold a group's items, decompressed: a warm read then never inflates them again."""
-        if not items or not self.max_bytes:
-            return
-        if any(is_compressed(type_) for type_, _ in items.values()):
-            items = {idx: unpacked(type_, data) for idx, (type_, data) in items.items()}
-        size = sum(len(data) for _, data in items.values())
-        if not items or size > self.max_bytes // 8:
-            return
-        with self._lock:
-            groups = self._threads.setdefault((thread_id, ns), OrderedDict())
-            self._threads.move_to_end((thread_id, ns))
-            if (channel, version) in groups:
-                return
-            groups[(channel, version)] = items
-            self._bytes += size
-            while self._bytes > self.max_bytes and self._threads:
-                oldest_thread, oldest_groups = next(iter(self._threads.items()))
-                _, old = oldest_groups.popitem(last=False)
-                self._bytes -= sum(len(data) for _, data in old.values())
-                if not oldest_groups:
-                    del self._threads[oldest_thread]
-
-    def held(self, thread_id: str, ns: str) -> dict[tuple[str, str], RawItems]:
-        """The newest groups held for one thread and namespace: (channel, version) -> items."""
-        with self._lock:
-            groups = self._threads.get((thread_id, ns))
-            if not groups:
-                return {}
-            self._threads.move_to_end((thread_id, ns))
-            keys = list(groups)[-self.max_keys_per_read:]
-            return {key: groups[key] for key in keys}
+def read_lists(
+    codec: Codec,
+    *,
+    wanted: Sequence[tuple[str, str]],
+    rows: Mapping[tuple[str, str], StoredList],
+    raw_items: Mapping[tuple[str, str], RawItems],
+    known: Mapping[tuple[str, str], ListState] | None = None,
+    where: Any,
+) -> dict[tuple[str, str], tuple[list[Any], ListState | None]]:
+    """The list side of a get_tuple: each wanted (channel, version), rebuilt from a state the
+    saver holds (`known`: the statement sent no rows for it) or from its fetched rows."""
+    out: dict[tuple[str, str], tuple[list[Any], ListState | None]] = {}
+    rest = []
+    for channel, version in wanted:
+        state = known.get((channel, version)) if known else None
+        if state is None:
+            rest.append((channel, version))
+        else:
+            out[(channel, version)] = (rebuild(codec, channel, state, raw_items, where=where(channel, version)), None)
+    if rest:
+        out.update(restore(codec, wanted=rest, rows=rows, raw_items=raw_items, where=where))
+    return out

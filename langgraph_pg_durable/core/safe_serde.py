@@ -20,7 +20,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 AllowedType = type | tuple[str, ...]
 BLOCKED_EVENTS = frozenset({"msgpack_blocked", "msgpack_method_blocked"})

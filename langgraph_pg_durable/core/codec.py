@@ -1,0 +1,245 @@
+"""Values to bytes and back: the serializer's calls with errors that name what failed, the
+scalars a checkpoint row keeps inline, JSON for jsonb columns, and list-item compression.
+
+Every layer that serializes (encode, lists, metadata) takes a `Codec`, not the serializer
+and callbacks around it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import orjson
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from ..errors import DeserializationError, DurableCheckpointError, SerializationError, shown
+from .keys import require_text
+from .msgpack_frame import is_one_object
+from .offload import MAX_INLINE_BYTES
+from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads
+
+Where = str | Callable[[], str]  # names a stored thing in an error; a callable is called only then
+StoredItem = tuple[str, bytes]  # (serializer type, bytes) of one list item, decompressed
+
+
+def named(where: Where) -> str:
+    return where() if callable(where) else where
+
+
+def dump_json(document: Any) -> str:
+    """JSON text for a jsonb parameter; orjson where it can, json for what it refuses (huge ints)."""
+    try:
+        return orjson.dumps(document).decode()
+    except TypeError:
+        return json.dumps(document, separators=(",", ":"))
+
+
+def load_json(text: str | None) -> Any:
+    """A jsonb column fetched as text (the reads cast them: orjson beats the driver's loader)."""
+    return None if text is None else orjson.loads(text)
+
+
+INLINE_MAX_CHARS = 256  # a str value up to this long is kept in the checkpoint row
+
+
+def is_inline(value: Any) -> bool:
+    """Whether a channel value lives in its checkpoint's row rather than a channel_values row.
+
+    Only scalars (None, bool, int, float, short str), by type alone: a put keeps an
+    unchanged channel's value where an earlier put stored it, so the choice must not
+    depend on anything but the value (not on a saver's settings).
+    """
+    return value is None or type(value) in (bool, int, float) or (type(value) is str and len(value) <= INLINE_MAX_CHARS)
+
+
+def digest(type_: str, data: bytes) -> bytes:
+    """What identifies an item's serialized form (a delta recognises stored items by it)."""
+    return hashlib.blake2b(type_.encode() + b"\x00" + data, digest_size=16).digest()
+
+
+def decode_failure(type_: Any, exc: BaseException) -> str:
+    """What went wrong decoding a stored value of `type_`, in a line (not the bytes)."""
+    if isinstance(exc, (BlockedTypeError, PlaintextRefusedError)):
+        return f"the stored value {exc}"
+    lines = str(exc).strip().splitlines()
+    detail = lines[0][:200] if lines else ""
+    return f"the stored value (type {shown(type_, 60)}) cannot be decoded: {type(exc).__name__}: {detail}".rstrip(": ")
+
+
+class Codec:
+    """The saver's serializer, as every layer below the shells uses it."""
+
+    __slots__ = ("serde", "plain", "_batch_msgpack")
+
+    def __init__(self, serde: SerializerProtocol) -> None:
+        self.serde = serde
+        # Digests need a deterministic form: under encryption the inner serializer's, since
+        # ciphertext differs on every call (the stored bytes are still encrypted).
+        self.plain: SerializerProtocol = getattr(serde, "serde", serde) if isinstance(serde, EncryptedSerializer) else serde
+        self._batch_msgpack = type(serde) is JsonPlusSerializer
+
+    @property
+    def encrypted(self) -> bool:
+        return self.plain is not self.serde
+
+    def dump(self, value: Any, *, channel: str, where: str) -> tuple[str, bytes]:
+        """Serialize one value, naming the channel when the serializer refuses it."""
+        return _dump(self.serde, value, channel=channel, where=where)
+
+    def load(self, type_: str, data: bytes | None, *, where: Where) -> Any:
+        """Deserialize one stored value; any failure (a wrong key, foreign or corrupt bytes, a
+        type the serializer refuses) is a DeserializationError naming `where`."""
+        try:
+            return checked_loads(self.serde, (type_, data if data is not None else b""))
+        except Exception as exc:
+            raise DeserializationError(f"{named(where)}: {decode_failure(type_, exc)}") from exc
+
+    def dump_inline(self, values: Mapping[str, Any], *, where: str) -> dict[str, list[str]]:
+        """The scalar channel values a checkpoint row keeps: channel -> [type, base64 of the bytes].
+
+        A row per small value (a step counter, a routing flag) cost more than the value;
+        the serializer still makes the bytes, so an EncryptedSerializer covers them.
+        """
+        out = {}
+        for channel, value in values.items():
+            if is_inline(value):
+                type_, data = self.dump(value, channel=channel, where=where)
+                out[require_text(channel, "channel")] = [type_, base64.b64encode(data).decode("ascii")]
+        return out
+
+    def load_inline(self, stored: Any, *, where: str) -> dict[str, Any]:
+        """The values `dump_inline` kept."""
+        if not stored:
+            return {}
+        try:
+            pairs = [(ch, type_, base64.b64decode(data, validate=True)) for ch, (type_, data) in stored.items()]
+        except Exception as exc:
+            raise DeserializationError(
+                f"{where}: the scalar channel values in its row are malformed ({type(exc).__name__})"
+            ) from exc
+        return {ch: self.load(type_, data, where=f"{where}, channel {shown(ch)}") for ch, type_, data in pairs}
+
+    def dump_items(
+        self, values: Sequence[Any], *, channel: str, where: str
+    ) -> tuple[tuple[bytes, ...], Callable[[int], tuple[str, bytes]]]:
+        """Each item's digest, and a function giving the (type, bytes) to store for item i
+        (serialized again only under encryption)."""
+        plain = [_dump(self.plain, item, channel=channel, where=where) for item in values]
+        digests = tuple(digest(t, d) for t, d in plain)
+        if not self.encrypted:
+            return digests, plain.__getitem__
+        serde = self.serde
+        return digests, lambda i: _dump(serde, values[i], channel=channel, where=where)
+
+    def load_items(self, raw: Sequence[tuple[str, bytes | None]], *, where: str) -> list[Any]:
+        """Decode list items in order; a failure is a DeserializationError naming `where`."""
+        try:
+            return self._load_items(raw)
+        except DurableCheckpointError:
+            raise
+        except (BlockedTypeError, PlaintextRefusedError) as exc:
+            raise DeserializationError(f"{where}: a stored list item {exc}") from exc
+        except Exception as exc:
+            raise DeserializationError(
+                f"{where}: a stored list item cannot be decoded ({type(exc).__name__}: {str(exc).strip()[:200]})"
+            ) from exc
+
+    def _load_items(self, raw: Sequence[tuple[str, bytes | None]]) -> list[Any]:
+        """Plain msgpack items of the default serializer decode in one call, framed as one
+        msgpack array (the bytes a whole list would have), which saves a Python call per
+        item on long lists."""
+        if any(is_compressed(t) for t, _ in raw):
+            raw = [unpacked(t, d) for t, d in raw]
+        for type_, data in raw:
+            if type_ == "msgpack" and not is_one_object(data or b""):
+                raise ValueError("an item's bytes are not exactly one msgpack object (it would read as another)")
+        count = len(raw)
+        if count > 1 and self._batch_msgpack and all(t == "msgpack" for t, _ in raw):
+            header = bytes([0x90 | count]) if count < 16 else (
+                b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16 else b"\xdd" + count.to_bytes(4, "big"))
+            values = checked_loads(self.serde, ("msgpack", header + b"".join(data or b"" for _, data in raw)))
+            if isinstance(values, list) and len(values) == count:
+                return values
+        return [checked_loads(self.serde, (type_, data or b"")) for type_, data in raw]
+
+
+def _dump(serde: SerializerProtocol, value: Any, *, channel: str, where: str) -> tuple[str, bytes]:
+    try:
+        return serde.dumps_typed(value)
+    except Exception as exc:
+        raise SerializationError(
+            f"cannot serialize the value of channel {shown(channel)} ({where}): {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+# -- list items as stored -------------------------------------------------------------------
+
+# Postgres compresses a row's values only once the row passes ~2 KB (TOAST), and an item
+# has a row of its own: items from 1 KiB up are compressed here, when that saves a tenth.
+COMPRESS_MIN_BYTES = 1024
+# Appended to the serializer's type of a compressed item: the bytes are the item's size
+# (4 bytes, big-endian) then its zlib stream, so a read inflates exactly that much.
+COMPRESSED = "+zlibn"
+LEGACY_COMPRESSED = "+zlib"  # items written before the size was stored: the zlib stream alone
+MAX_ITEM_BYTES = MAX_INLINE_BYTES  # no item inflates past what a row could hold
+ZLIB_MAX_RATIO = 1032  # deflate's own bound: no stream inflates more than this
+
+
+def is_compressed(type_: str) -> bool:
+    return type_.endswith((COMPRESSED, LEGACY_COMPRESSED))
+
+
+def packed(type_: str, data: bytes) -> tuple[str, bytes]:
+    """An item's bytes as stored: compressed when that pays."""
+    if len(data) >= COMPRESS_MIN_BYTES:
+        smaller = zlib.compress(data, 1)
+        if len(smaller) * 10 <= len(data) * 9:
+            return type_ + COMPRESSED, len(data).to_bytes(4, "big") + smaller
+    return type_, data
+
+
+def unpacked(type_: str, data: bytes | None) -> tuple[str, bytes]:
+    """The serializer's type and bytes of an item as stored; raises ValueError for a
+    compressed item that does not inflate to exactly its stated size (nothing read from
+    the row sizes an allocation past that bound)."""
+    data = data or b""
+    if type_.endswith(COMPRESSED):
+        if len(data) < 4:
+            raise ValueError("a compressed item is shorter than its size header")
+        size = int.from_bytes(data[:4], "big")
+        if size > MAX_ITEM_BYTES:
+            raise ValueError(f"a compressed item states a size of {size:,} bytes, past {MAX_ITEM_BYTES:,}")
+        return type_[: -len(COMPRESSED)], _inflate(data[4:], size, exact=True)
+    if type_.endswith(LEGACY_COMPRESSED):
+        bound = min(MAX_ITEM_BYTES, len(data) * ZLIB_MAX_RATIO)
+        return type_[: -len(LEGACY_COMPRESSED)], _inflate(data, bound, exact=False)
+    return type_, data
+
+
+def unpacked_item(type_: str, data: bytes | None, where: Callable[[], str]) -> StoredItem:
+    """`unpacked`, with a failure named by `where()` (thread, channel, version, item)."""
+    try:
+        return unpacked(type_, data)
+    except ValueError as exc:
+        raise DeserializationError(f"{where()}: {exc}") from None
+
+
+def _inflate(stream: bytes, limit: int, *, exact: bool) -> bytes:
+    """One whole zlib stream inflated to at most `limit` bytes (exactly `limit` with `exact`)."""
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(stream, limit + 1)
+    except zlib.error as exc:
+        raise ValueError(f"a compressed item does not inflate: {exc}") from None
+    if len(out) > limit or inflater.unconsumed_tail or inflater.unused_data or not inflater.eof:
+        raise ValueError("a compressed item inflates past its size, or has bytes after its stream")
+    if exact and len(out) != limit:
+        raise ValueError(f"a compressed item inflates to {len(out):,} bytes, not the {limit:,} it states")
+    return out

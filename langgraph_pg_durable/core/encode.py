@@ -1,0 +1,357 @@
+"""Statement parameters from what LangGraph hands a saver: a put's checkpoint, a task's
+pending writes, a get_tuple's key. Values are placed here (inline, list items, object
+references); nothing is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ormsgpack
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import WRITES_IDX_MAP, ChannelVersions, Checkpoint, CheckpointMetadata
+
+from ..errors import ConfigError, SerializationError, shown
+from . import lists as list_layout
+from .arrays import ByteaArray, Int4Array, Int8Array, TextArray
+from .codec import Codec, dump_json
+from .keys import CheckpointKey, id_text, parse_config, require_text, version_text
+from .lists import ItemRow, ListBases, ListPolicy, ListState
+from .metadata import dump_metadata, merge_metadata
+from .offload import ObjectRef, Placement, Upload
+
+
+PACKED_WRITES_TYPE = "langgraph-pg-durable/writes-v1"  # one row holding several writes of a task
+# LangGraph re-sends the writes of this task with more appended, each keyed by its position.
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+
+
+def packable(task_id: str, channels: Sequence[str], refs: Sequence[ObjectRef | None], item_keys: Sequence[str | None]) -> bool:
+    """Whether a task's writes go in one row: a row per write costs ~330 bytes with its
+    index entry, more than a step counter or a routing flag it holds. Not for special
+    channels (replaced one by one), offloaded values or writes stored as items of more
+    than one list (their row names one object, one write key), nor for the null task,
+    whose writes LangGraph sends again with more appended (each time a task has writes
+    stored already, a packed row costs a second statement: see `sql.writes.put_packed_writes`)."""
+    return (
+        len(channels) > 1 and task_id != NULL_TASK_ID
+        and not any(channel in WRITES_IDX_MAP for channel in channels)
+        and all(ref is None for ref in refs)
+        and sum(key is not None for key in item_keys) <= 1
+    )
+
+
+@dataclass(frozen=True)
+class PutParams:
+    """What `put` sends (`params` of `sql.writes.put`), the config it returns, the objects to
+    store first, and the list versions it stores (for the writer's memory)."""
+
+    params: dict[str, Any]
+    config: RunnableConfig
+    uploads: list[Upload]
+    states: list[tuple[str, ListState]]
+
+
+def put_params(
+    codec: Codec,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+    placement: Placement,
+    lists: ListPolicy,
+    bases: ListBases | None,
+    *,
+    use_offers: bool = True,
+) -> PutParams:
+    """The parameters of a put. `bases` (the saver's memory) names the list versions the
+    parent checkpoint holds, which a delta extends; without it every list is a snapshot.
+    With `use_offers`, items the parent's pending writes stored are used, not stored again."""
+    key = parse_config(config)
+    for field, kind in (("id", str), ("channel_values", Mapping), ("channel_versions", Mapping)):
+        if not isinstance(checkpoint, Mapping) or not isinstance(checkpoint.get(field), kind):
+            raise ConfigError(
+                f"put on thread {shown(key.thread_id)}: the checkpoint has no {field!r} "
+                f"({'a string' if kind is str else 'a mapping'}); pass the checkpoint LangGraph built"
+            )
+    checkpoint_id = require_text(checkpoint["id"], "checkpoint id")
+    where = f"thread {shown(key.thread_id)}, checkpoint {shown(checkpoint_id)}"
+    values = checkpoint["channel_values"]
+
+    channels, versions, types, blobs = [], [], [], []
+    refs: list[ObjectRef | None] = []
+    chains: list[str | None] = []
+    item_versions: list[str | None] = []
+    items: list[ItemRow] = []
+    uploads: list[Upload] = []
+    states: list[tuple[str, ListState]] = []
+    needed: list[tuple[str, str]] = []
+    needed_items: list[tuple[str, str]] = []
+    inline_values = codec.dump_inline(values, where=where)
+    for channel, version in new_versions.items():
+        if channel not in values or channel in inline_values:
+            continue
+        channel = require_text(channel, "channel")
+        version = version_text(version, channel)
+        what = f"{where}, channel {shown(channel)}"
+        value = values[channel]
+        layout = list_layout.usable(value, version, lists.snapshot_every)
+        base = (
+            bases.base(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel)
+            if layout and bases is not None else None
+        )
+        whole = None
+        if layout and base is None and lists.min_bytes > 0:
+            # Not extending a list already in the delta layout: a short one stays whole.
+            whole = codec.dump(value, channel=channel, where=where)
+            layout = len(whole[1]) > lists.min_bytes
+        if layout:
+            offered = (
+                bases.offered(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel)
+                if use_offers and bases is not None else {}
+            )
+            row = list_layout.plan(
+                codec, channel=channel, version=version, value=value, base=base,
+                snapshot_every=lists.snapshot_every, placement=placement, where=what,
+                offered=offered,
+            )
+            type_, inline, ref = list_layout.LIST_TYPE, row.value, None
+            chains.append(list_layout.CHAIN_SEPARATOR.join(row.chain))
+            item_versions.append(list_layout.CHAIN_SEPARATOR.join(row.item_versions))
+            items.extend(row.items)
+            uploads.extend(row.uploads)
+            states.append((channel, row.state))
+            needed.extend((channel, v) for v in row.needs)
+            needed_items.extend((channel, v) for v in row.item_needs)
+        else:
+            type_, data = whole or codec.dump(value, channel=channel, where=where)
+            inline, ref = placement.place(data, where=f"the value of {what}")
+            chains.append(None)
+            item_versions.append(None)
+            if ref is not None:
+                uploads.append(Upload(ref, data, f"put of {what}"))
+        channels.append(channel)
+        versions.append(version)
+        types.append(type_)
+        blobs.append(inline)
+        refs.append(ref)
+
+    held = [(ch, checkpoint["channel_versions"].get(ch)) for ch in values]
+    missing = [ch for ch, version in held if version is None]
+    if missing:
+        raise ConfigError(
+            f"channel {shown(missing[0])} has a value but no entry in channel_versions ({where})"
+        )
+    # The id is the row's checkpoint_id column; build_tuple puts it back.
+    body = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}
+    if inline_values:
+        body["channel_values"] = inline_values
+    held = [(ch, version_text(version, ch)) for ch, version in held if ch not in inline_values]
+    # The values it holds but does not write now must still be stored when it commits (a
+    # delete_thread or a prune may have taken them): else it writes nothing, and the
+    # saver sends it again writing every value it holds (see SaverCore._put_plan).
+    written = set(zip(channels, versions))
+    needed.extend(pair for pair in held if pair not in written)
+    try:
+        body_json = dump_json(body)
+    except (TypeError, ValueError) as exc:
+        raise SerializationError(f"checkpoint {shown(checkpoint_id)} of thread {shown(key.thread_id)} is not JSON: {exc}") from exc
+
+    stored_metadata = merge_metadata(config, metadata)
+    metadata_json, metadata_exact = dump_metadata(codec, stored_metadata)
+    step = stored_metadata.get("step")
+    run_id = stored_metadata.get("run_id")
+    source = stored_metadata.get("source")
+    params = {
+        "thread_id": key.thread_id,
+        "checkpoint_ns": key.checkpoint_ns,
+        "checkpoint_id": checkpoint_id,
+        "parent_checkpoint_id": key.checkpoint_id,
+        "run_id": id_text(run_id, "metadata['run_id']") if run_id is not None else None,
+        "step": step if isinstance(step, int) and not isinstance(step, bool) and -(2**31) <= step < 2**31 else None,
+        "source": source.replace("\x00", "") if isinstance(source, str) else None,
+        "checkpoint": body_json,
+        "value_channels": TextArray(require_text(ch, "channel") for ch, _ in held),
+        "value_versions": TextArray(version for _, version in held),
+        "metadata": metadata_json,
+        "metadata_exact": metadata_exact,
+        "channels": TextArray(channels),
+        "versions": TextArray(versions),
+        "types": TextArray(types),
+        "values": ByteaArray(blobs),
+        **_ref_params(refs),
+        "base_channels": TextArray(c for c, _ in needed),
+        "base_versions": TextArray(v for _, v in needed),
+        "base_item_channels": TextArray(c for c, _ in needed_items),
+        "base_item_versions": TextArray(v for _, v in needed_items),
+        "list_chains": TextArray(chains),
+        "item_versions": TextArray(item_versions),
+        **_item_params(items),
+    }
+    return PutParams(params, key.config(checkpoint_id), uploads, states)
+
+
+def inline_item_groups(params: Mapping[str, Any]) -> dict[tuple[str, str], list_layout.RawItems]:
+    """The list items a put stores inline, grouped by (channel, version), for the item cache."""
+    groups: dict[tuple[str, str], list_layout.RawItems] = {}
+    offloaded = set()
+    for channel, version, idx, type_, data in zip(
+        params["item_channels"], params["item_of"], params["item_idx"], params["item_types"], params["item_values"]
+    ):
+        if data is None:
+            offloaded.add((channel, version))
+        groups.setdefault((channel, version), {})[idx] = (type_, data)
+    return {k: v for k, v in groups.items() if k not in offloaded}
+
+
+def _item_params(items: Sequence[ItemRow]) -> dict[str, Any]:
+    """The channel_items rows a put introduces, as aligned arrays."""
+    return {
+        "item_channels": TextArray(i.channel for i in items),
+        "item_of": TextArray(i.version for i in items),
+        "item_idx": Int4Array(i.idx for i in items),
+        "item_types": TextArray(i.type for i in items),
+        "item_values": ByteaArray(i.data for i in items),
+        "item_object_keys": TextArray(i.ref.key if i.ref else None for i in items),
+        "item_object_shas": TextArray(i.ref.sha256 if i.ref else None for i in items),
+        "item_object_sizes": Int8Array(i.ref.size if i.ref else None for i in items),
+    }
+
+
+@dataclass(frozen=True)
+class WritesParams:
+    """What `put_writes` sends: each write in its own row (`params`), and, for a task whose
+    writes can share one row, that row (`packed`, tried first: see `sql.writes.put_packed_writes`).
+
+    `replace`: every write is to a special channel, whose rows a retry overwrites;
+    `uploads`: objects to store first; `offers`: the items stored per channel (for the
+    child's delta).
+    """
+
+    params: dict[str, Any]
+    packed: dict[str, Any] | None
+    replace: bool
+    uploads: list[Upload]
+    offers: list[tuple[str, list[tuple[bytes, list_layout.Location]]]]
+
+    @property
+    def has_items(self) -> bool:
+        return "item_channels" in self.params
+
+
+def put_writes_params(
+    codec: Codec,
+    config: RunnableConfig,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    placement: Placement,
+    lists: ListPolicy,
+    bases: ListBases | None = None,
+) -> WritesParams:
+    """Parameters of `sql.writes.put_writes` (and of `put_packed_writes` when packable).
+
+    A write to a channel whose version in this checkpoint is a list in the delta layout
+    (the writer's memory knows it) stores its items in channel_items: the next version's
+    delta uses them rather than storing them again.
+    """
+    key = parse_config(config, need_checkpoint_id=True)
+    where = f"thread {shown(key.thread_id)}, checkpoint {shown(key.checkpoint_id)}, task {shown(task_id)}"
+    idx, channels, types, blobs, item_keys = [], [], [], [], []
+    refs: list[ObjectRef | None] = []
+    uploads: list[Upload] = []
+    items: list[ItemRow] = []
+    offers: list[tuple[str, list[tuple[bytes, list_layout.Location]]]] = []
+    for i, (channel, value) in enumerate(writes):
+        what = f"{where}, write to channel {shown(channel)}"
+        idx.append(WRITES_IDX_MAP.get(channel, i))
+        channels.append(require_text(channel, "channel"))
+        if (
+            bases is not None and lists.snapshot_every > 1 and channel not in WRITES_IDX_MAP
+            and bases.base(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel) is not None
+        ):
+            stored = list_layout.write_items(
+                codec, channel=channel, value=value, identity=f"{key.checkpoint_id}\x00{task_id}\x00{i}",
+                placement=placement, where=what,
+            )
+            types.append(list_layout.WRITE_ITEMS_TYPE)
+            blobs.append(stored.body)
+            refs.append(None)
+            item_keys.append(stored.key)
+            items.extend(stored.items)
+            uploads.extend(stored.uploads)
+            offers.append((channel, stored.offered))
+            continue
+        type_, data = codec.dump(value, channel=channel, where=where)
+        inline, ref = placement.place(data, where=f"the value of {what}")
+        types.append(type_)
+        blobs.append(inline)
+        refs.append(ref)
+        item_keys.append(None)
+        if ref is not None:
+            uploads.append(Upload(ref, data, f"put_writes of {what}"))
+    params = {
+        "thread_id": key.thread_id,
+        "checkpoint_ns": key.checkpoint_ns,
+        "checkpoint_id": key.checkpoint_id,
+        "task_id": require_text(task_id, "task_id"),
+        "task_path": require_text(task_path or "", "task_path"),
+        "packed_type": PACKED_WRITES_TYPE,
+    }
+    packed = None
+    if packable(task_id, channels, refs, item_keys):
+        item_key = next((k for k in item_keys if k is not None), None)
+        packed = {
+            **params,
+            # Stored at the index of the task's last write: the row holds indexes 0 to
+            # packed_idx, which the statements of a later put_writes can see unopened.
+            "packed_idx": idx[-1],
+            "packed_channel": channels[item_keys.index(item_key)] if item_key is not None else channels[0],
+            "packed_value": ormsgpack.packb([[i, ch, t, d] for i, ch, t, d in zip(idx, channels, types, blobs)]),
+            "packed_item_version": item_key,
+        }
+    params.update({
+        "idx": Int4Array(idx),
+        "channels": TextArray(channels),
+        "types": TextArray(types),
+        "values": ByteaArray(blobs),
+        **_ref_params(refs),
+    })
+    if items:
+        params["write_item_versions"] = TextArray(item_keys)
+        params.update(_item_params(items))
+        if packed is not None:
+            packed.update(_item_params(items))
+    replace = bool(writes) and all(channel in WRITES_IDX_MAP for channel, _ in writes)
+    return WritesParams(params, packed, replace, uploads, offers)
+
+
+def _ref_params(refs: Sequence[ObjectRef | None]) -> dict[str, Any]:
+    """The object-reference columns, aligned with the values (NULL where a value is inline)."""
+    return {
+        "object_keys": TextArray(r.key if r else None for r in refs),
+        "object_shas": TextArray(r.sha256 if r else None for r in refs),
+        "object_sizes": Int8Array(r.size if r else None for r in refs),
+    }
+
+
+def get_tuple_params(
+    key: CheckpointKey, held: Iterable[tuple[str, str]] = (), known: Iterable[tuple[str, str]] = ()
+) -> dict[str, Any]:
+    """Parameters of `sql.reads.get_tuple`: `known` lists (channel, version) are not
+    resolved (no chain rows, no items); else `held` item groups are not sent back.
+
+    With known lists the held groups are not sent: the checkpoint most likely holds
+    one of those lists, and a thousand keys cost more than fetching, now and then, the
+    items of a list that turned out not to be known.
+    """
+    known = list(known)
+    return {
+        "thread_id": key.thread_id,
+        "checkpoint_ns": key.checkpoint_ns,
+        "checkpoint_id": key.checkpoint_id,
+        "known": dump_json([] if known else list(held)),
+        "known_lists": dump_json(known),
+    }

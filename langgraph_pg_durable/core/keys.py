@@ -1,0 +1,117 @@
+"""Config keys, ids and channel versions: what a caller names, checked before any I/O."""
+
+from __future__ import annotations
+
+import base64
+import random
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from ..errors import ChannelVersionError, ConfigError, shown
+
+
+@dataclass(frozen=True)
+class CheckpointKey:
+    """Where a checkpoint lives; `checkpoint_id` None means the thread's latest."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str | None
+
+    def config(self, checkpoint_id: str | None = None) -> RunnableConfig:
+        """The config LangGraph passes around for this checkpoint (or `checkpoint_id` of the lane)."""
+        return {
+            "configurable": {
+                "thread_id": self.thread_id,
+                "checkpoint_ns": self.checkpoint_ns,
+                "checkpoint_id": checkpoint_id or self.checkpoint_id,
+            }
+        }
+
+
+def require_text(value: Any, what: str) -> str:
+    """A value that must go in a text column: a str PostgreSQL can store (no NUL, no lone
+    surrogate, which UTF-8 cannot encode)."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{what} must be a string, got {type(value).__name__} {shown(value)}")
+    if "\x00" in value:
+        raise ConfigError(f"{what} {shown(value)} contains a NUL character, which PostgreSQL text cannot store")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(f"{what} {shown(value)} contains a lone surrogate, which UTF-8 cannot encode") from None
+    return value
+
+
+def id_text(value: Any, what: str) -> str:
+    """An id a caller may give as a str, an int or a UUID (LangGraph passes them through);
+    any other type is refused rather than turned into its str()."""
+    if isinstance(value, uuid.UUID) or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(value)
+    return require_text(value, what)
+
+
+def version_text(version: Any, channel: str) -> str:
+    """A channel version as stored: LangGraph's are str, int or float (get_next_version's)."""
+    if isinstance(version, (int, float)) and not isinstance(version, bool):
+        return str(version)
+    return require_text(version, f"version of channel {shown(channel)}")
+
+
+def parse_config(config: RunnableConfig | None, *, need_checkpoint_id: bool = False) -> CheckpointKey:
+    """The checkpoint a config points at; names any missing or unusable key."""
+    configurable = (config or {}).get("configurable") if isinstance(config, Mapping) else None
+    if not isinstance(configurable, Mapping):
+        raise ConfigError("config['configurable'] is missing: pass {'configurable': {'thread_id': ...}}")
+    thread_id = configurable.get("thread_id")
+    if thread_id is None or thread_id == "":
+        raise ConfigError("config['configurable']['thread_id'] is missing: every checkpoint belongs to a thread")
+    checkpoint_id = configurable.get("checkpoint_id")
+    if need_checkpoint_id and not checkpoint_id:
+        raise ConfigError("config['configurable']['checkpoint_id'] is missing: pass the config returned by put()")
+    return CheckpointKey(
+        thread_id=id_text(thread_id, "config['configurable']['thread_id']"),
+        checkpoint_ns=require_text(configurable.get("checkpoint_ns") or "", "config['configurable']['checkpoint_ns']"),
+        checkpoint_id=id_text(checkpoint_id, "config['configurable']['checkpoint_id']") if checkpoint_id else None,
+    )
+
+
+def checkpoint_id_of(config: RunnableConfig, what: str) -> str | None:
+    """The checkpoint id a config names, or None; nothing else of it is required."""
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    if configurable is None:
+        return None
+    if not isinstance(configurable, Mapping):
+        raise ConfigError(f"{what}['configurable'] must be a mapping, got {type(configurable).__name__}")
+    checkpoint_id = configurable.get("checkpoint_id")
+    return id_text(checkpoint_id, f"{what}['configurable']['checkpoint_id']") if checkpoint_id else None
+
+
+LEGACY_VERSION_DIGITS = 20  # versions before 0.2: 20 decimal digits, a dot, 16 hex digits
+VERSION_DIGITS = 8  # hex digits of the version number: 4 billion versions of a channel
+
+
+def next_version(current: str | int | float | None) -> str:
+    """A version that sorts after `current` as text; the random tail keeps forks apart.
+
+    Two forks of one parent both reach version n+1 of a channel; values are stored
+    once per (thread, namespace, channel, version), so equal versions must not name
+    different values: the tail is 64 random bits. A thread begun with the longer,
+    pre-0.2 versions keeps their width, so its versions still sort.
+    """
+    if isinstance(current, str):
+        head = current.split(".", 1)[0]
+        if len(head) == LEGACY_VERSION_DIGITS:
+            return f"{int(head) + 1:020d}.{random.getrandbits(64):016x}"
+        number = int(head, 16)
+    else:
+        number = 0 if current is None else int(current)
+    if number + 1 >= 16**VERSION_DIGITS:
+        raise ChannelVersionError(f"version {shown(current)} is the last one a channel can have")
+    tail = base64.urlsafe_b64encode(random.getrandbits(64).to_bytes(8, "big")).rstrip(b"=").decode()
+    return f"{number + 1:0{VERSION_DIGITS}x}.{tail}"

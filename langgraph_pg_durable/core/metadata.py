@@ -1,0 +1,138 @@
+"""Checkpoint metadata: what is stored (LangGraph's keys plus the config's scalars), its jsonb
+projection for filters and psql, the exact form kept where jsonb is lossy, and filters."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import EXCLUDED_METADATA_KEYS, CheckpointMetadata
+
+from ..errors import ConfigError, shown
+from .codec import Codec, dump_json
+
+# Our marker for a metadata value kept in `metadata_exact`: "<serde type>:<payload>".
+_EXACT_SEPARATOR = b":"
+
+
+def merge_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> dict[str, Any]:
+    """The metadata to store: the checkpoint's, plus the config's plain scalar entries.
+
+    Same keys as LangGraph's own `get_checkpoint_metadata`, except that NUL characters
+    are kept: we store them exactly instead of stripping them.
+    """
+    merged: dict[str, Any] = {k: v for k, v in metadata.items() if k != "writes"}
+    for section in ("metadata", "configurable"):
+        for key, value in (config.get(section) or {}).items():
+            if not isinstance(key, str):
+                raise ConfigError(f"config[{section!r}] has a key that is not a string: {shown(key)}")
+            if key in merged or key in EXCLUDED_METADATA_KEYS or key.startswith("__"):
+                continue
+            if isinstance(value, (str, int, bool, float)):
+                merged[key] = value
+    return merged
+
+
+MAX_METADATA_DEPTH = 64  # levels of nesting in metadata and filters
+
+
+class _TooDeep(Exception):
+    pass
+
+
+class _LoneSurrogate(Exception):
+    pass
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """A JSON projection jsonb accepts: NUL escaped, non-JSON values as strings; refuses
+    nesting past MAX_METADATA_DEPTH and lone surrogates (neither jsonb nor the
+    serializer could keep them exactly)."""
+    if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _LoneSurrogate(value) from None
+        return value.replace("\x00", "\\u0000")
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (Mapping, list, tuple)) and depth >= MAX_METADATA_DEPTH:
+        raise _TooDeep
+    if isinstance(value, Mapping):
+        return {_jsonable(str(k)): _jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, depth + 1) for v in value]
+    return str(value)
+
+
+def project(document: Mapping[str, Any], what: str) -> Any:
+    """`document` (metadata or a filter) as jsonb can hold it, or ConfigError naming `what`."""
+    try:
+        return _jsonable(document)
+    except _TooDeep:
+        raise ConfigError(f"{what} nests deeper than {MAX_METADATA_DEPTH} levels") from None
+    except _LoneSurrogate as bad:
+        raise ConfigError(f"{what} holds {shown(bad.args[0])}, with a lone surrogate, which UTF-8 cannot encode") from None
+
+
+def dump_metadata(codec: Codec, metadata: Mapping[str, Any]) -> tuple[str, bytes | None]:
+    """The jsonb text (for filters and psql) and, when jsonb is lossy, the exact form."""
+    projected = project(metadata, "checkpoint metadata")
+    exact = None
+    if projected != metadata or _has_tuple(metadata):
+        type_, data = codec.dump(dict(metadata), channel="<metadata>", where="checkpoint metadata")
+        exact = type_.encode() + _EXACT_SEPARATOR + data
+    return dump_json(projected), exact
+
+
+def _has_tuple(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return True
+    if isinstance(value, Mapping):
+        return any(_has_tuple(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_tuple(v) for v in value)
+    return False
+
+
+def load_metadata(codec: Codec, projected: Any, exact: bytes | None, *, where: str = "metadata") -> dict[str, Any]:
+    """The stored metadata: the exact form when the row has one, else the jsonb projection."""
+    if exact is None:
+        return projected  # type: ignore[no-any-return]
+    type_, _, data = bytes(exact).partition(_EXACT_SEPARATOR)
+    return codec.load(type_.decode("utf-8", "replace"), data, where=f"{where}, its exact metadata")  # type: ignore[no-any-return]
+
+
+def filter_for_sql(filter: Mapping[str, Any] | None) -> str | None:
+    """The filter as jsonb text for `metadata @> ...`, projected like stored metadata."""
+    if not filter:
+        return None
+    return json.dumps(project(dict(filter), "list() filter"), separators=(",", ":"))
+
+
+def filter_needs_recheck(filter: Mapping[str, Any] | None) -> bool:
+    """Whether SQL containment on the projection may admit rows the exact filter rejects."""
+    return bool(filter) and project(dict(filter), "list() filter") != filter
+
+
+def metadata_contains(document: Any, pattern: Any) -> bool:
+    """jsonb `@>` semantics on Python values: used to recheck rows whose jsonb is lossy."""
+    if isinstance(pattern, Mapping):
+        return isinstance(document, Mapping) and all(
+            key in document and metadata_contains(document[key], value)
+            for key, value in pattern.items()
+        )
+    if isinstance(pattern, (list, tuple)):
+        if not isinstance(document, (list, tuple)):
+            return False
+        return all(any(metadata_contains(d, p) for d in document) for p in pattern)
+    if isinstance(pattern, bool) or isinstance(document, bool):
+        return type(pattern) is type(document) and pattern == document
+    return pattern == document
+

@@ -1,0 +1,46 @@
+"""What the core hands a shell: one statement to send (`Query`), or an operation of several
+(`Plan`), each with how to read the rows that come back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from .offload import ObjectRef, RefColumns, Upload
+
+T = TypeVar("T")
+
+
+def _no_rows(_rows: Sequence[Any]) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Query(Generic[T]):
+    """One statement to send, what it is for (for errors), and how to read its rows.
+
+    `uploads` are stored and confirmed before the statement is sent; `references`
+    names the objects its rows point to (kept where `ref_columns` says), fetched and
+    verified before `decode`.
+    """
+
+    operation: str
+    sql: str
+    params: Mapping[str, Any]
+    decode: Callable[[Sequence[Any]], T] = _no_rows  # type: ignore[assignment]
+    uploads: Sequence[Upload] = ()
+    references: Callable[[Sequence[Any]], list[tuple[ObjectRef, str]]] | None = None
+    ref_columns: RefColumns | None = None
+    # Payloads the previous statement of the same call fetched (list() pages): kept
+    # across pages so that a value and the write that produced it cost one GET.
+    memo: dict[str, bytes] | None = None
+    # Writer locks (sorted advisory keys, one per thread) the shell takes in the statement's
+    # transaction, before it: writers and deleters of a thread never interleave.
+    locks: Sequence[int] = ()
+
+
+# An operation of several statements, written once for both savers: a generator that
+# yields each Query, is sent its decoded result, and returns the operation's result.
+# The sync saver drives it with _execute, the async one with await _execute.
+Plan = Generator["Query[Any]", Any, T]

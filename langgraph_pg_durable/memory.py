@@ -1,0 +1,158 @@
+"""The in-process caches a saver keeps: what it knows of recent list versions (to write
+deltas), and the stored bytes of recent list items (to skip fetching them).
+
+Each is bounded and only saves work: correctness never depends on what they hold. They
+are the only stateful, locked part below the shells; the core they feed is pure.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .core.codec import is_compressed, unpacked
+from .core.lists import ListState, Location, RawItems
+
+DEFAULT_ITEM_CACHE_BYTES = 64 << 20
+
+class ListMemory:
+    """Recent list versions stored or read, and which version of each channel recent
+    checkpoints hold. Bounded; it only saves work: without it a put writes a snapshot.
+
+    A new version only ever extends the version its parent checkpoint holds: that row
+    and its chain are kept by prune as long as the parent survives, which a version
+    that merely looks like a prefix (another branch, a pruned one) does not promise.
+    """
+
+    def __init__(self, max_states: int = 1024, max_checkpoints: int = 4096, max_locations: int = 1 << 20) -> None:
+        self._states: OrderedDict[tuple[str, str, str, str], ListState] = OrderedDict()
+        self._locations = 0
+        self._max_locations = max_locations
+        self._held: OrderedDict[tuple[str, str, str], dict[str, str]] = OrderedDict()
+        self._offers: OrderedDict[tuple[str, str, str, str], dict[bytes, Location]] = OrderedDict()
+        self._max_states = max_states
+        self._max_checkpoints = max_checkpoints
+        self._lock = threading.Lock()
+
+    def holds(self, thread_id: str, ns: str, checkpoint_id: str, versions: Mapping[str, Any]) -> None:
+        """Record the channel versions a checkpoint holds."""
+        with self._lock:
+            self._held[(thread_id, ns, checkpoint_id)] = {k: str(v) for k, v in versions.items()}
+            while len(self._held) > self._max_checkpoints:
+                self._held.popitem(last=False)
+
+    def forget(self, thread_id: str, ns: str) -> None:
+        """Drop what is known of a thread's lists (a base turned out to be gone)."""
+        with self._lock:
+            for key in [k for k in self._states if k[:2] == (thread_id, ns)]:
+                self._locations -= len(self._states.pop(key).locations)
+            for key in [k for k in self._offers if k[:2] == (thread_id, ns)]:
+                del self._offers[key]
+
+    def base(self, thread_id: str, ns: str, parent_id: str | None, channel: str) -> ListState | None:
+        """The state of the channel's version in the parent checkpoint, if known."""
+        if parent_id is None:
+            return None
+        with self._lock:
+            version = self._held.get((thread_id, ns, parent_id), {}).get(channel)
+            return None if version is None else self._states.get((thread_id, ns, channel, version))
+
+    def offer(self, thread_id: str, ns: str, checkpoint_id: str, channel: str,
+              offered: Sequence[tuple[bytes, Location]]) -> None:
+        """Record items a pending write of a checkpoint stored, for its child's delta."""
+        with self._lock:
+            key = (thread_id, ns, checkpoint_id, channel)
+            self._offers.setdefault(key, {}).update(offered)
+            self._offers.move_to_end(key)
+            while len(self._offers) > self._max_checkpoints:
+                self._offers.popitem(last=False)
+
+    def offered(self, thread_id: str, ns: str, checkpoint_id: str | None, channel: str) -> dict[bytes, Location]:
+        """Items the checkpoint's pending writes to the channel stored, by digest."""
+        with self._lock:
+            return dict(self._offers.get((thread_id, ns, checkpoint_id or "", channel), {}))
+
+    def recent(self, thread_id: str, ns: str, *, limit: int = 4, scan: int = 64) -> list[tuple[str, ListState]]:
+        """(channel, state) of the lane's most recently stored or read list versions: the
+        newest checkpoint usually holds one of them."""
+        out = []
+        with self._lock:
+            for i, key in enumerate(reversed(self._states)):
+                if i >= scan or len(out) >= limit:
+                    break
+                if key[:2] == (thread_id, ns):
+                    out.append((key[2], self._states[key]))
+        return out
+
+    def remember(self, thread_id: str, ns: str, channel: str, state: ListState) -> None:
+        """Keep a version's state, most recent last; the oldest go past `max_states`, or
+        past `max_locations` items in all (a state holds a reference per item, and a long
+        thread stores a version per step)."""
+        key = (thread_id, ns, channel, state.version)
+        with self._lock:
+            old = self._states.pop(key, None)
+            if old is not None:
+                self._locations -= len(old.locations)
+            self._states[key] = state
+            self._locations += len(state.locations)
+            while len(self._states) > 1 and (
+                len(self._states) > self._max_states or self._locations > self._max_locations
+            ):
+                _, gone = self._states.popitem(last=False)
+                self._locations -= len(gone.locations)
+
+    @property
+    def locations(self) -> int:
+        """Item references the remembered states hold, in all."""
+        return self._locations
+
+
+class ItemCache:
+    """Stored bytes of recent list items, by (thread, namespace), then (channel, version).
+
+    A version's items never change once written, so a read can skip fetching the groups
+    it holds (get_tuple sends their keys) and decode them from here. Bounded by bytes,
+    least recently used thread first; a group it lacks is simply fetched.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_ITEM_CACHE_BYTES, max_keys_per_read: int = 5000) -> None:
+        self.max_bytes = max_bytes
+        self.max_keys_per_read = max_keys_per_read
+        self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], RawItems]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def add(self, thread_id: str, ns: str, channel: str, version: str, items: RawItems) -> None:
+        """Hold a group's items, decompressed: a warm read then never inflates them again."""
+        if not items or not self.max_bytes:
+            return
+        if any(is_compressed(type_) for type_, _ in items.values()):
+            items = {idx: unpacked(type_, data) for idx, (type_, data) in items.items()}
+        size = sum(len(data) for _, data in items.values())
+        if not items or size > self.max_bytes // 8:
+            return
+        with self._lock:
+            groups = self._threads.setdefault((thread_id, ns), OrderedDict())
+            self._threads.move_to_end((thread_id, ns))
+            if (channel, version) in groups:
+                return
+            groups[(channel, version)] = items
+            self._bytes += size
+            while self._bytes > self.max_bytes and self._threads:
+                oldest_thread, oldest_groups = next(iter(self._threads.items()))
+                _, old = oldest_groups.popitem(last=False)
+                self._bytes -= sum(len(data) for _, data in old.values())
+                if not oldest_groups:
+                    del self._threads[oldest_thread]
+
+    def held(self, thread_id: str, ns: str) -> dict[tuple[str, str], RawItems]:
+        """The newest groups held for one thread and namespace: (channel, version) -> items."""
+        with self._lock:
+            groups = self._threads.get((thread_id, ns))
+            if not groups:
+                return {}
+            self._threads.move_to_end((thread_id, ns))
+            keys = list(groups)[-self.max_keys_per_read:]
+            return {key: groups[key] for key in keys}

@@ -1,0 +1,211 @@
+"""Statements that write checkpoints, their values and list items, and pending writes.
+
+Each is one statement (one round trip): `put` stores its channel values, list items and
+checkpoint row in one data-modifying CTE. Every insert is idempotent (ON CONFLICT).
+"""
+
+from __future__ import annotations
+
+# gc's lock, one per object prefix: a put storing objects holds it shared from its first
+# upload to its commit; gc holds it exclusively (a session lock) while it checks
+# references and deletes.
+GC_SHARE = "SELECT pg_advisory_xact_lock_shared(%(gc_key)s)"
+GC_LOCK = "SELECT pg_advisory_lock(%(gc_key)s)"
+GC_UNLOCK = "SELECT pg_advisory_unlock(%(gc_key)s)"
+
+
+def lock_threads() -> str:
+    """Take the writer locks of `lock_keys` (sorted), held to the end of the transaction.
+    Sent before a write or delete, in its transaction, so that the statement's snapshot
+    is taken after the thread's other writer committed (see Query.locks)."""
+    return "SELECT pg_advisory_xact_lock(k) FROM unnest(%(lock_keys)b::int8[]) AS k"
+
+
+def _missing_bases(q: str) -> str:
+    """One row when a stored value the put relies on (a version it holds but does not
+    write, or a list version its deltas extend) is not there."""
+    return f"""(SELECT 1 FROM unnest(%(base_channels)b::text[], %(base_versions)b::text[]) AS b(channel, version)
+     WHERE NOT EXISTS (
+        SELECT 1 FROM {q}.channel_values v
+        WHERE v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
+          AND v.channel = b.channel AND v.version = b.version)
+     LIMIT 1)"""
+
+
+def put_plain(q: str) -> str:
+    """`put` for the common case: no list in the delta layout, nothing offloaded. Writes
+    nothing when a value it holds but does not write is not stored."""
+    return f"""
+WITH missing_bases AS MATERIALIZED {_missing_bases(q)},
+stored_values AS (
+    INSERT INTO {q}.channel_values (thread_id, checkpoint_ns, channel, version, type, value)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value
+    FROM unnest(%(channels)b::text[], %(versions)b::text[], %(types)b::text[], %(values)b::bytea[])
+        AS v(channel, version, type, value)
+    WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
+)
+INSERT INTO {q}.checkpoints (
+    thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
+    checkpoint, value_channels, value_versions, metadata, metadata_exact)
+SELECT
+    %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_checkpoint_id)s, %(run_id)s,
+    %(step)s, %(source)s, %(checkpoint)s::jsonb, %(value_channels)b::text[],
+    %(value_versions)b::text[], %(metadata)s::jsonb, %(metadata_exact)s
+WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
+{_checkpoint_conflict()}"""
+
+
+def _checkpoint_conflict() -> str:
+    return """ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+    parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
+    run_id = EXCLUDED.run_id,
+    step = EXCLUDED.step,
+    source = EXCLUDED.source,
+    checkpoint = EXCLUDED.checkpoint,
+    value_channels = EXCLUDED.value_channels,
+    value_versions = EXCLUDED.value_versions,
+    metadata = EXCLUDED.metadata,
+    metadata_exact = EXCLUDED.metadata_exact
+RETURNING 1"""
+
+
+def put(q: str) -> str:
+    """`put` with lists in the delta layout and offloaded values."""
+    return f"""
+-- The stored values this put holds without writing them, and the list versions its deltas
+-- extend (or whose items its snapshots reuse), must still be there: if one was pruned or
+-- deleted meanwhile, nothing is written and the caller sends the put again, whole.
+WITH missing_bases AS MATERIALIZED (
+    {_missing_bases(q)}
+    UNION ALL
+    -- Items a pending write stored (a group is written whole, so its first item will do).
+    (SELECT 1 FROM unnest(%(base_item_channels)b::text[], %(base_item_versions)b::text[]) AS b(channel, version)
+     WHERE NOT EXISTS (
+        SELECT 1 FROM {q}.channel_items i
+        WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
+          AND i.channel = b.channel AND i.version = b.version AND i.idx = 0)
+     LIMIT 1)
+), stored_values AS (
+    INSERT INTO {q}.channel_values (
+        thread_id, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size,
+        list_chain, item_versions)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value,
+           v.object_key, v.object_sha256, v.object_size,
+           string_to_array(v.list_chain, E'\x1f'), string_to_array(v.item_versions, E'\x1f')
+    FROM unnest(%(channels)b::text[], %(versions)b::text[], %(types)b::text[], %(values)b::bytea[],
+                %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[],
+                %(list_chains)b::text[], %(item_versions)b::text[])
+        AS v(channel, version, type, value, object_key, object_sha256, object_size, list_chain, item_versions)
+    WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
+), stored_items AS (
+{_insert_items(q, "WHERE NOT EXISTS (SELECT 1 FROM missing_bases)")}
+)
+INSERT INTO {q}.checkpoints (
+    thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
+    checkpoint, value_channels, value_versions, metadata, metadata_exact)
+SELECT
+    %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_checkpoint_id)s, %(run_id)s,
+    %(step)s, %(source)s, %(checkpoint)s::jsonb, %(value_channels)b::text[],
+    %(value_versions)b::text[], %(metadata)s::jsonb, %(metadata_exact)s
+WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
+{_checkpoint_conflict()}"""
+
+
+def _insert_items(q: str, guard: str = "") -> str:
+    """The channel_items rows of `rows._item_params`, each once (`guard`: a WHERE)."""
+    return f"""    INSERT INTO {q}.channel_items (
+        thread_id, checkpoint_ns, channel, version, idx, type, value, object_key, object_sha256, object_size)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, i.channel, i.version, i.idx, i.type, i.value,
+           i.object_key, i.object_sha256, i.object_size
+    FROM unnest(%(item_channels)b::text[], %(item_of)b::text[], %(item_idx)b::int[], %(item_types)b::text[],
+                %(item_values)b::bytea[], %(item_object_keys)b::text[], %(item_object_shas)b::text[],
+                %(item_object_sizes)b::int8[])
+        AS i(channel, version, idx, type, value, object_key, object_sha256, object_size)
+    {guard}
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version, idx) DO NOTHING"""
+
+
+def put_writes_items(q: str) -> str:
+    """Insert a task's writes, some stored as items under their write keys (never a
+    special channel's, so never replacing)."""
+    return f"""
+WITH stored_items AS (
+{_insert_items(q)}
+)
+INSERT INTO {q}.checkpoint_writes (
+    thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value,
+    object_key, object_sha256, object_size, item_version)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
+       w.idx, w.channel, w.type, w.value, w.object_key, w.object_sha256, w.object_size, w.item_version
+FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b::bytea[],
+            %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[],
+            %(write_item_versions)b::text[])
+    AS w(idx, channel, type, value, object_key, object_sha256, object_size, item_version)
+{_not_packed_already(q)}
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING"""
+
+
+def _task_writes(q: str, alias: str) -> str:
+    """The rows of this put_writes' task at its checkpoint (a primary-key range)."""
+    return f"""{q}.checkpoint_writes {alias}
+    WHERE {alias}.thread_id = %(thread_id)s AND {alias}.checkpoint_ns = %(checkpoint_ns)s
+      AND {alias}.checkpoint_id = %(checkpoint_id)s AND {alias}.task_id = %(task_id)s"""
+
+
+def _not_packed_already(q: str) -> str:
+    """Skips the writes a packed row of the task holds already (indexes 0 to its own):
+    as with a row per write, the first write at an index is the one kept."""
+    return f"""WHERE w.idx < 0 OR w.idx > coalesce((
+    SELECT max(p.idx) FROM {_task_writes(q, "p")} AND p.type = %(packed_type)s), -1)"""
+
+
+def put_packed_writes(q: str, *, items: bool) -> str:
+    """A task's writes as one row, for a task that has no writes at the checkpoint yet;
+    returns a row when it stored it. For a task re-run (or a retry) it stores nothing,
+    and the caller sends `put_writes`, a row per write, which keeps the first write at
+    each index and adds the rest, as the official saver's row per write does."""
+    with_items = f"WITH stored_items AS (\n{_insert_items(q)}\n)\n" if items else ""
+    return f"""
+{with_items}INSERT INTO {q}.checkpoint_writes (
+    thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value, item_version)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
+       %(packed_idx)s, %(packed_channel)s, %(packed_type)s, %(packed_value)b, %(packed_item_version)s
+WHERE NOT EXISTS (SELECT 1 FROM {_task_writes(q, "t")} AND t.idx >= 0)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
+RETURNING 1"""
+
+
+def put_writes(q: str, *, replace: bool, offloaded: bool = True) -> str:
+    """Insert a task's writes; `replace` (special channels only) overwrites a retry's rows;
+    without `offloaded` the statement leaves the object-reference columns out."""
+    conflict = (
+        "DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, "
+        "value = EXCLUDED.value, task_path = EXCLUDED.task_path, object_key = EXCLUDED.object_key, "
+        "object_sha256 = EXCLUDED.object_sha256, object_size = EXCLUDED.object_size"
+        if replace
+        else "DO NOTHING"
+    )
+    # Special channels have indexes below 0, which a packed row never holds.
+    skip = "" if replace else _not_packed_already(q) + "\n"
+    if not offloaded:
+        return f"""
+INSERT INTO {q}.checkpoint_writes (
+    thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
+       w.idx, w.channel, w.type, w.value
+FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b::bytea[])
+    AS w(idx, channel, type, value)
+{skip}ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict.split(", object_key")[0]}"""
+    return f"""
+INSERT INTO {q}.checkpoint_writes (
+    thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value,
+    object_key, object_sha256, object_size)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
+       w.idx, w.channel, w.type, w.value, w.object_key, w.object_sha256, w.object_size
+FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b::bytea[],
+            %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[])
+    AS w(idx, channel, type, value, object_key, object_sha256, object_size)
+{skip}ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"""
+
