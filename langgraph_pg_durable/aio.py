@@ -284,6 +284,8 @@ class AsyncDurablePostgresSaver(SaverCore):
     # -- BaseCheckpointSaver -------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint `config` names (the thread's latest without a checkpoint_id) and its
+        pending writes, read in one round trip; None if there is none."""
         return await self._execute(self._get_tuple_query(config))
 
     async def alist(
@@ -294,6 +296,8 @@ class AsyncDurablePostgresSaver(SaverCore):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        """Checkpoints newest first, matching `filter` (metadata containment) and older than
+        `before`; streamed page by page, so the first arrives before the rest are read."""
         scan = self._history_scan(config, filter, before, limit)
         while not scan.done:
             page = await self._execute(self._page_query(scan))
@@ -309,6 +313,8 @@ class AsyncDurablePostgresSaver(SaverCore):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """Store a checkpoint and the channel values it changed (`new_versions`) in one
+        statement; idempotent, so a retried put never duplicates a step."""
         done = await self._writes_in_flight.wait(self._parent_key(config))
         return await self._run(self._put_plan(config, checkpoint, metadata, new_versions, parent_writes_done=done))
 
@@ -319,6 +325,8 @@ class AsyncDurablePostgresSaver(SaverCore):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """Store a task's pending writes to the checkpoint `config` names; a retry or re-run
+        keeps the first write at each index, as the official saver does."""
         # Under way from the start: the child's put, sent from another thread, waits for
         # these writes, whose list items it may use (see inflight.py).
         key = self._parent_key(config)
@@ -331,9 +339,12 @@ class AsyncDurablePostgresSaver(SaverCore):
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
+        """The writes and seed value each DeltaChannel replays, read along the parent chain in a
+        few statements rather than one get_tuple per ancestor."""
         return await self._run(self._delta_history_plan(config, channels))  # type: ignore[return-value]
 
     async def adelete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint, value, list item and write of a thread, in one statement."""
         await self._execute(self._delete_threads_query([thread_id]))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -342,6 +353,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         await self._run(self._delete_for_runs_plan(run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's rows to a thread that has none yet (ConfigError, nothing copied, if it has)."""
         await self._execute(self._copy_thread_query(source_thread_id, target_thread_id))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -404,6 +416,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """`aget_tuple`, from a thread other than the saver's event loop."""
         return self._on_loop(self.aget_tuple(config))
 
     def list(
@@ -414,6 +427,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        """`alist`, from a thread other than the saver's event loop (pages are still streamed)."""
         scan = self._history_scan(config, filter, before, limit)
         while not scan.done:
             page = self._on_loop(self._execute(self._page_query(scan)))
@@ -428,6 +442,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """`aput`, from a thread other than the saver's event loop."""
         return self._on_loop(self.aput(config, checkpoint, metadata, new_versions))
 
     def put_writes(
@@ -437,25 +452,32 @@ class AsyncDurablePostgresSaver(SaverCore):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """`aput_writes`, from a thread other than the saver's event loop."""
         return self._on_loop(self.aput_writes(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
+        """`adelete_thread`, from a thread other than the saver's event loop."""
         return self._on_loop(self.adelete_thread(thread_id))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
+        """`aget_delta_channel_history`, from a thread other than the saver's event loop."""
         return self._on_loop(self.aget_delta_channel_history(config=config, channels=channels))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """`adelete_for_runs`, from a thread other than the saver's event loop."""
         return self._on_loop(self.adelete_for_runs(run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """`acopy_thread`, from a thread other than the saver's event loop."""
         return self._on_loop(self.acopy_thread(source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """`aprune`, from a thread other than the saver's event loop."""
         return self._on_loop(self.aprune(thread_ids, strategy=strategy))
 
     def gc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
+        """`agc`, from a thread other than the saver's event loop."""
         return self._on_loop(self.agc(grace_period=grace_period))
     # end

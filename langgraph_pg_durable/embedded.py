@@ -128,7 +128,7 @@ def _keep_socket_dir_free_of_whitespace(server_module: ModuleType) -> None:
         return
 
     def find_socket_dir(pgdata: Path, runtime_path: Path) -> Path:
-        chosen = original(pgdata, runtime_path)
+        chosen: Path = original(pgdata, runtime_path)
         if not any(ch.isspace() for ch in str(chosen)):
             return chosen
         digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]
@@ -137,4 +137,4 @@ def _keep_socket_dir_free_of_whitespace(server_module: ModuleType) -> None:
         return fallback
 
     find_socket_dir._lgpd_wrapped = True  # type: ignore[attr-defined]
-    server_module.find_suitable_socket_dir = find_socket_dir
+    server_module.find_suitable_socket_dir = find_socket_dir  # type: ignore[attr-defined]

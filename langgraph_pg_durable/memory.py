@@ -77,7 +77,7 @@ class ListMemory:
     def recent(self, thread_id: str, ns: str, *, limit: int = 4, scan: int = 64) -> list[tuple[str, ListState]]:
         """(channel, state) of the lane's most recently stored or read list versions: the
         newest checkpoint usually holds one of them."""
-        out = []
+        out: list[tuple[str, ListState]] = []
         with self._lock:
             for i, key in enumerate(reversed(self._states)):
                 if i >= scan or len(out) >= limit:

@@ -76,6 +76,21 @@ class SaverCore(BaseCheckpointSaver[str]):
         allowed_types: Iterable[AllowedType] = (),
         accept_plaintext: bool = False,
     ) -> None:
+        """Options every saver takes (the shells pass them through):
+
+        - schema: the PostgreSQL schema of the saver's tables (a plain identifier).
+        - serde: the serializer; default LangGraph's with its strict msgpack allowlist,
+          widened by `allowed_types` (your own state classes).
+        - retry: how long and how often transient database errors are retried.
+        - object_store, object_store_options: where values past `offload_threshold` bytes
+          go ('s3://bucket/prefix', 'file:///path', or an obstore store); `object_prefix`
+          (default '{schema}/objects'), `object_cache_bytes` of fetched payloads kept, and
+          `object_reuse_window`, for which an uploaded object is trusted to exist.
+        - snapshot_every: a list channel is stored as a snapshot every this many versions
+          and as deltas between (1 keeps lists whole); lists start in that layout past
+          `list_min_bytes`; `list_cache_bytes` of recent items are kept for reads.
+        - accept_plaintext: with an encrypting serde, also read rows written unencrypted.
+        """
         # Without a serde, LangGraph's strict msgpack allowlist (plus allowed_types): a
         # stored row never imports or calls anything else (see safe_serde.py).
         super().__init__(serde=with_allowed_types(serde, allowed_types) if serde is not None
@@ -130,6 +145,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         return thread_lock_keys(self.schema, thread_ids)
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
+        """A version sorting after `current` as text, with a random tail that keeps forks apart."""
         return next_version(current)
 
     # -- Query builders ---------------------------------------------------------------
@@ -226,7 +242,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         held = self.items.held(key.thread_id, key.checkpoint_ns)
         # Recent list versions whose every item the cache holds: if the checkpoint holds
         # one, its chain rows and items are not read at all.
-        cached = {}
+        cached: dict[str, set[str]] = {}
         for channel, version in held:
             cached.setdefault(channel, set()).add(version)
         known = {
@@ -419,7 +435,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         if stored is None:  # a value it relied on was pruned or deleted meanwhile: write it whole
             stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_memory=False)
         assert stored is not None
-        return stored
+        return stored  # type: ignore[no-any-return]
 
     def _delta_history_plan(self, config: RunnableConfig, channels: Sequence[str]) -> Plan[dict[str, Any]]:
         """get_delta_channel_history: pages of bare rows up the parent chain, then one read

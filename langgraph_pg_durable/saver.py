@@ -253,6 +253,8 @@ class DurablePostgresSaver(SaverCore):
     # -- BaseCheckpointSaver -------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint `config` names (the thread's latest without a checkpoint_id) and its
+        pending writes, read in one round trip; None if there is none."""
         return self._execute(self._get_tuple_query(config))
 
     def list(
@@ -263,6 +265,8 @@ class DurablePostgresSaver(SaverCore):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first, matching `filter` (metadata containment) and older than
+        `before`; streamed page by page, so the first arrives before the rest are read."""
         scan = self._history_scan(config, filter, before, limit)
         while not scan.done:
             page = self._execute(self._page_query(scan))
@@ -278,6 +282,8 @@ class DurablePostgresSaver(SaverCore):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """Store a checkpoint and the channel values it changed (`new_versions`) in one
+        statement; idempotent, so a retried put never duplicates a step."""
         done = self._writes_in_flight.wait(self._parent_key(config))
         return self._run(self._put_plan(config, checkpoint, metadata, new_versions, parent_writes_done=done))
 
@@ -288,6 +294,8 @@ class DurablePostgresSaver(SaverCore):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """Store a task's pending writes to the checkpoint `config` names; a retry or re-run
+        keeps the first write at each index, as the official saver does."""
         # Under way from the start: the child's put, sent from another thread, waits for
         # these writes, whose list items it may use (see inflight.py).
         key = self._parent_key(config)
@@ -300,9 +308,12 @@ class DurablePostgresSaver(SaverCore):
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
+        """The writes and seed value each DeltaChannel replays, read along the parent chain in a
+        few statements rather than one get_tuple per ancestor."""
         return self._run(self._delta_history_plan(config, channels))  # type: ignore[return-value]
 
     def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint, value, list item and write of a thread, in one statement."""
         self._execute(self._delete_threads_query([thread_id]))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -311,6 +322,7 @@ class DurablePostgresSaver(SaverCore):
         self._run(self._delete_for_runs_plan(run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's rows to a thread that has none yet (ConfigError, nothing copied, if it has)."""
         self._execute(self._copy_thread_query(source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import ormsgpack
@@ -28,6 +29,20 @@ from .offload import ObjectRef, RefColumns, references
 DETAIL_REFS = RefColumns(Detail.VALUE, Detail.OBJECT_KEY, Detail.OBJECT_SHA256, Detail.OBJECT_SIZE)
 
 _C = CheckpointColumn
+
+
+# What a stored thing is, for an error message: built only when one is raised (`partial` of these).
+def _write_named(where: str, task_id: str, channel: str) -> str:
+    return f"{where}, pending write of task {shown(task_id)} to channel {shown(channel)}"
+
+
+def _item_named(thread_id: str, channel: str, version: str, idx: int) -> str:
+    return f"thread {shown(thread_id)}, channel {shown(channel)}, version {shown(version)}, item {idx}"
+
+
+def _value_named(thread_id: str, channel: str, version: str, at: CheckpointRow | None = None) -> str:
+    checkpoint = f", checkpoint {shown(at.checkpoint_id)}" if at is not None else ""
+    return f"thread {shown(thread_id)}{checkpoint}, channel {shown(channel)} (version {shown(version)})"
 
 
 @dataclass
@@ -170,7 +185,7 @@ def build_tuple(
     ordered = sorted(writes, key=lambda w: writes_sort_key(w[2], w[0], w[3]))
     pending: list[PendingWrite] = [
         (task_id, channel, data if type_ is None else codec.load(
-            type_, data, where=lambda t=task_id, c=channel: f"{where}, pending write of task {shown(t)} to channel {shown(c)}"))
+            type_, data, where=partial(_write_named, where, task_id, channel)))
         for task_id, channel, _path, _idx, type_, data in ordered
     ]
     key = CheckpointKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
@@ -240,8 +255,7 @@ def decode_tuple(
         if part == Part.ITEM:
             channel, version, idx = r[Detail.CHANNEL], r[Detail.VERSION], r[Detail.IDX]
             fetched.setdefault((channel, version), {})[idx] = unpacked_item(  # inflated once, for the decode and the cache
-                r[Detail.TYPE], r[Detail.VALUE],
-                lambda c=channel, v=version, n=idx: f"thread {thread}, channel {shown(c)}, version {shown(v)}, item {n}")
+                r[Detail.TYPE], r[Detail.VALUE], partial(_item_named, key.thread_id, channel, version, idx))
         elif part == Part.CHECKPOINT:
             row = CheckpointRow.from_row(r, CHECKPOINT_IN_DETAIL)
         elif part == Part.WRITE:
@@ -255,9 +269,8 @@ def decode_tuple(
                 wanted.append((channel, version))
         elif part == Part.VALUE:
             channel, version = r[Detail.CHANNEL], r[Detail.VERSION]
-            values[(channel, version)] = codec.load(r[Detail.TYPE], r[Detail.VALUE], where=lambda c=channel, v=version, at=row: (
-                f"thread {thread}, checkpoint {shown(at.checkpoint_id if at else None)}, "
-                f"channel {shown(c)} (version {shown(v)})"))
+            values[(channel, version)] = codec.load(
+                r[Detail.TYPE], r[Detail.VALUE], where=partial(_value_named, key.thread_id, channel, version, row))
     if row is None:
         return TupleRead(None, [], fetched)
     where = row.where
@@ -311,8 +324,7 @@ def gather_details(codec: Codec, rows: Sequence[Sequence[Any]]) -> Details:
         if part == Part.ITEM:
             channel, version, idx = r[Detail.CHANNEL], r[Detail.VERSION], r[Detail.IDX]
             out.raw_items.setdefault(lane, {}).setdefault((channel, version), {})[idx] = unpacked_item(  # inflated once
-                r[Detail.TYPE], r[Detail.VALUE],
-                lambda t=thread_id, c=channel, v=version, n=idx: f"thread {shown(t)}, channel {shown(c)}, version {shown(v)}, item {n}")
+                r[Detail.TYPE], r[Detail.VALUE], partial(_item_named, thread_id, channel, version, idx))
         elif part == Part.WRITE:
             out.writes.setdefault((thread_id, ns, r[Detail.CHECKPOINT_ID]), []).append(write_row(r))
         elif r[Detail.TYPE] == list_layout.LIST_TYPE:
@@ -326,7 +338,7 @@ def gather_details(codec: Codec, rows: Sequence[Sequence[Any]]) -> Details:
             channel, version = r[Detail.CHANNEL], r[Detail.VERSION]
             out.values[(thread_id, ns, channel, version)] = codec.load(
                 r[Detail.TYPE], r[Detail.VALUE],
-                where=lambda t=thread_id, c=channel, v=version: f"thread {shown(t)}, channel {shown(c)} (version {shown(v)})")
+                where=partial(_value_named, thread_id, channel, version))
     return out
 
 

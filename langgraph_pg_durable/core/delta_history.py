@@ -50,7 +50,7 @@ class DeltaWalk:
                 return
             target = page[0]
             self.next_id = target.parent_checkpoint_id
-            before = {"configurable": {**self.lane["configurable"], "checkpoint_id": target.checkpoint_id}}
+            before: RunnableConfig = {"configurable": {**self.lane["configurable"], "checkpoint_id": target.checkpoint_id}}
             self.scan = HistoryScan(self.codec, self.lane, filter=None, before=before, limit=None)
             return
         for row in page:

@@ -80,7 +80,10 @@ def put_params(
     where = f"thread {shown(key.thread_id)}, checkpoint {shown(checkpoint_id)}"
     values = checkpoint["channel_values"]
 
-    channels, versions, types, blobs = [], [], [], []
+    channels: list[str] = []
+    versions: list[str] = []
+    types: list[str] = []
+    blobs: list[bytes | None] = []
     refs: list[ObjectRef | None] = []
     chains: list[str | None] = []
     item_versions: list[str | None] = []
@@ -117,7 +120,8 @@ def put_params(
                 snapshot_every=lists.snapshot_every, placement=placement, where=what,
                 offered=offered,
             )
-            type_, inline, ref = list_layout.LIST_TYPE, row.value, None
+            type_, ref = list_layout.LIST_TYPE, None
+            inline: bytes | None = row.value
             chains.append(list_layout.CHAIN_SEPARATOR.join(row.chain))
             item_versions.append(list_layout.CHAIN_SEPARATOR.join(row.item_versions))
             items.extend(row.items)
@@ -138,8 +142,8 @@ def put_params(
         blobs.append(inline)
         refs.append(ref)
 
-    held = [(ch, checkpoint["channel_versions"].get(ch)) for ch in values]
-    missing = [ch for ch, version in held if version is None]
+    held_versions = [(ch, checkpoint["channel_versions"].get(ch)) for ch in values]
+    missing = [ch for ch, version in held_versions if version is None]
     if missing:
         raise ConfigError(
             f"channel {shown(missing[0])} has a value but no entry in channel_versions ({where})"
@@ -148,7 +152,7 @@ def put_params(
     body = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}
     if inline_values:
         body["channel_values"] = inline_values
-    held = [(ch, version_text(version, ch)) for ch, version in held if ch not in inline_values]
+    held = [(ch, version_text(version, ch)) for ch, version in held_versions if ch not in inline_values]
     # The values it holds but does not write now must still be stored when it commits (a
     # delete_thread or a prune may have taken them): else it writes nothing, and the
     # saver sends it again writing every value it holds (see SaverCore._put_plan).
@@ -259,7 +263,11 @@ def put_writes_params(
     """
     key = parse_config(config, need_checkpoint_id=True)
     where = f"thread {shown(key.thread_id)}, checkpoint {shown(key.checkpoint_id)}, task {shown(task_id)}"
-    idx, channels, types, blobs, item_keys = [], [], [], [], []
+    idx: list[int] = []
+    channels: list[str] = []
+    types: list[str] = []
+    blobs: list[bytes | None] = []
+    item_keys: list[str | None] = []
     refs: list[ObjectRef | None] = []
     uploads: list[Upload] = []
     items: list[ItemRow] = []
@@ -292,7 +300,7 @@ def put_writes_params(
         item_keys.append(None)
         if ref is not None:
             uploads.append(Upload(ref, data, f"put_writes of {what}"))
-    params = {
+    params: dict[str, Any] = {
         "thread_id": key.thread_id,
         "checkpoint_ns": key.checkpoint_ns,
         "checkpoint_id": key.checkpoint_id,
@@ -300,7 +308,7 @@ def put_writes_params(
         "task_path": require_text(task_path or "", "task_path"),
         "packed_type": PACKED_WRITES_TYPE,
     }
-    packed = None
+    packed: dict[str, Any] | None = None
     if packable(task_id, channels, refs, item_keys):
         item_key = next((k for k in item_keys if k is not None), None)
         packed = {

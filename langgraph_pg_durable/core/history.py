@@ -9,6 +9,7 @@ page needs that the previous page did not already decode, and its pending writes
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -17,11 +18,30 @@ from langgraph.checkpoint.base import CheckpointTuple
 from ..errors import ConfigError, shown
 from . import lists as list_layout
 from .arrays import TextArray
+from .lists import Location
 from .codec import Codec, dump_json
-from .decode import CheckpointRow, ValueKey, build_tuple, gather_details, page_references, resolve_writes, unpack_writes
+from .decode import CheckpointRow, ValueKey, WriteRow, build_tuple, gather_details, page_references, resolve_writes, unpack_writes
 from .keys import checkpoint_id_of, parse_config
 from .metadata import filter_for_sql, filter_needs_recheck, load_metadata, metadata_contains
 from .offload import ObjectRef
+
+# What a stored thing is, for an error message: built only when one is raised (`partial` of these).
+def _list_named(thread_id: str, channel: str, version: str) -> str:
+    return f"thread {shown(thread_id)}, channel {shown(channel)} (version {shown(version)})"
+
+
+def _task_named(thread_id: str, checkpoint_id: str, task_id: str) -> str:
+    return f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, task {shown(task_id)}"
+
+
+def _write_named(thread_id: str, checkpoint_id: str, write: WriteRow) -> str:
+    return (f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, "
+            f"write of task {shown(write[0])} to channel {shown(write[1])}")
+
+
+def _of_channel(decoded: Mapping[str, dict[Location, Any]], channel: str) -> Mapping[Location, Any]:
+    return decoded.get(channel, {})
+
 
 FIRST_PAGE = 8
 LARGEST_PAGE = 256
@@ -167,7 +187,7 @@ class HistoryScan:
             restored = list_layout.restore(
                 self.codec, wanted=keys, rows=details.list_rows.get((thread_id, ns), {}),
                 raw_items=raw_items.get((thread_id, ns), {}),
-                where=lambda ch, v, t=thread_id: f"thread {shown(t)}, channel {shown(ch)} (version {shown(v)})",
+                where=partial(_list_named, thread_id),
                 decoded=self.items.setdefault((thread_id, ns), {}),
             )
             for (channel, version), (value, _state) in restored.items():
@@ -175,15 +195,14 @@ class HistoryScan:
         lanes_decoded: dict[tuple[str, str], dict[str, dict[list_layout.Location, Any]]] = {}
         for (thread_id, ns, checkpoint_id), lane_writes in writes.items():
             lane_writes = writes[(thread_id, ns, checkpoint_id)] = unpack_writes(
-                lane_writes, lambda task, t=thread_id, c=checkpoint_id: f"thread {shown(t)}, checkpoint {shown(c)}, task {shown(task)}")
+                lane_writes, partial(_task_named, thread_id, checkpoint_id))
             if any(w[4] == list_layout.WRITE_ITEMS_TYPE for w in lane_writes):
                 if (thread_id, ns) not in lanes_decoded:
                     lanes_decoded[(thread_id, ns)] = self._decoded_items((thread_id, ns), raw_items.get((thread_id, ns), {}))
                 decoded = lanes_decoded[(thread_id, ns)]
                 writes[(thread_id, ns, checkpoint_id)] = resolve_writes(
-                    self.codec, lane_writes, lambda channel, decoded=decoded: decoded.get(channel, {}), decoded=True,
-                    where=lambda w, t=thread_id, c=checkpoint_id: (
-                        f"thread {shown(t)}, checkpoint {shown(c)}, write of task {shown(w[0])} to channel {shown(w[1])}"),
+                    self.codec, lane_writes, partial(_of_channel, decoded), decoded=True,
+                    where=partial(_write_named, thread_id, checkpoint_id),
                 )
         # Keep what this page used: the next (older) page mostly holds the same versions.
         known = {**self.values, **fresh}
@@ -194,7 +213,7 @@ class HistoryScan:
                 continue
             values = {(k[2], k[3]): self.values[k] for k in row.value_keys if k in self.values}
             required = None if self.required is None else self.required.get(row.checkpoint_id, set())
-            lane_writes = writes.get((row.thread_id, row.checkpoint_ns, row.checkpoint_id), ())
+            lane_writes = writes.get((row.thread_id, row.checkpoint_ns, row.checkpoint_id), [])
             out.append(build_tuple(self.codec, row, values, lane_writes, required=required))
             if self.remaining is not None:
                 self.remaining -= 1

@@ -26,7 +26,8 @@ def merge_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> dict
     """
     merged: dict[str, Any] = {k: v for k, v in metadata.items() if k != "writes"}
     for section in ("metadata", "configurable"):
-        for key, value in (config.get(section) or {}).items():
+        entries: Mapping[Any, Any] = config.get(section) or {}  # type: ignore[assignment]
+        for key, value in entries.items():
             if not isinstance(key, str):
                 raise ConfigError(f"config[{section!r}] has a key that is not a string: {shown(key)}")
             if key in merged or key in EXCLUDED_METADATA_KEYS or key.startswith("__"):
@@ -118,7 +119,7 @@ def filter_for_sql(filter: Mapping[str, Any] | None) -> str | None:
 
 def filter_needs_recheck(filter: Mapping[str, Any] | None) -> bool:
     """Whether SQL containment on the projection may admit rows the exact filter rejects."""
-    return bool(filter) and project(dict(filter), "list() filter") != filter
+    return filter is not None and bool(filter) and project(dict(filter), "list() filter") != filter
 
 
 def metadata_contains(document: Any, pattern: Any) -> bool:
@@ -133,6 +134,6 @@ def metadata_contains(document: Any, pattern: Any) -> bool:
             return False
         return all(any(metadata_contains(d, p) for d in document) for p in pattern)
     if isinstance(pattern, bool) or isinstance(document, bool):
-        return type(pattern) is type(document) and pattern == document
-    return pattern == document
+        return type(pattern) is type(document) and bool(pattern == document)
+    return bool(pattern == document)
 

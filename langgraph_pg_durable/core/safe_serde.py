@@ -67,7 +67,8 @@ def checked_loads(serde: SerializerProtocol, typed: tuple[str, bytes]) -> Any:
             "before encryption was turned on reads with accept_plaintext=True"
         )
     outer = getattr(_decoding, "blocked", None)
-    _decoding.blocked = seen = []
+    seen: list[SerdeEvent] = []
+    _decoding.blocked = seen
     try:
         value = serde.loads_typed(typed)
     finally:
@@ -84,7 +85,8 @@ def checked_loads(serde: SerializerProtocol, typed: tuple[str, bytes]) -> Any:
 
 def default_serializer(allowed_types: Iterable[AllowedType] = ()) -> JsonPlusSerializer:
     """LangGraph's serializer with its strict msgpack allowlist, plus `allowed_types`."""
-    return with_allowed_types(JsonPlusSerializer(allowed_msgpack_modules=None), allowed_types)
+    serde: JsonPlusSerializer = with_allowed_types(JsonPlusSerializer(allowed_msgpack_modules=None), allowed_types)
+    return serde
 
 
 def with_allowed_types(serde: Any, allowed_types: Iterable[AllowedType]) -> Any:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import IntEnum
+from typing import TypeVar
+
+C = TypeVar("C", bound=IntEnum)
 
 
-def select_list(columns: type[IntEnum], types: Mapping[IntEnum, str], **exprs: str) -> str:
+def select_list(columns: type[C], types: Mapping[C, str], **exprs: str) -> str:
     """The SELECT list of one branch of a result: each declared column, in order, as the
     expression given for it (by lowercase name) or a typed NULL; names a column it lacks."""
     unknown = set(exprs) - {c.name.lower() for c in columns}

@@ -1,0 +1,34 @@
+"""Each read's result columns, as PostgreSQL names them, are the ones declared beside it."""
+
+from __future__ import annotations
+
+import psycopg
+
+from langgraph_pg_durable import DurablePostgresSaver
+from langgraph_pg_durable.core.arrays import TextArray
+from langgraph_pg_durable.sql.reads import CheckpointColumn, Detail, RunLane
+
+
+def _columns(conn: psycopg.Connection, sql: str, params: dict) -> list[str]:
+    with conn.cursor() as cur:
+        cur.execute(sql, params)
+        return [c.name for c in cur.description]
+
+
+def test_the_server_names_every_read_column_as_declared(pg_dsn: str, schema_name: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        statements = saver.sql
+    detail = [c.name.lower() for c in Detail]
+    lane = {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c", "known": "[]", "known_lists": "[]"}
+    empty = TextArray()
+    with psycopg.connect(pg_dsn) as conn:
+        for sql in statements.get_tuple.values():
+            assert _columns(conn, sql, lane) == detail
+        page = {"v_threads": empty, "v_namespaces": empty, "v_channels": empty, "v_versions": empty,
+                "w_threads": empty, "w_namespaces": empty, "w_checkpoints": empty, "known": "[]"}
+        assert _columns(conn, statements.page_details, page) == detail
+        checkpoint = [c.name.lower() for c in CheckpointColumn]
+        assert _columns(conn, statements.list_page(""), {"page_size": 1}) == checkpoint
+        assert _columns(conn, statements.latest_checkpoints, {"thread_ids": ["t"]}) == checkpoint
+        assert _columns(conn, statements.run_lanes, {"run_ids": ["r"]}) == [c.name.lower() for c in RunLane]

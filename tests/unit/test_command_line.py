@@ -1,0 +1,23 @@
+"""`python -m langgraph_pg_durable` without a server: its version, and a refusal naming what is missing."""
+
+from __future__ import annotations
+
+import pytest
+
+from langgraph_pg_durable import __main__ as cli
+from langgraph_pg_durable.sql.schema import migrations
+
+
+def test_version_names_the_package_and_schema_versions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["version"]) == 0
+    assert capsys.readouterr().out.strip() == f"langgraph-pg-durable 0.1.0, schema version {len(migrations())}"
+
+
+def test_setup_without_a_connection_string_says_which_to_give(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["setup"])
+    assert exited.value.code == 2
+    assert "--dsn or $DATABASE_URL" in capsys.readouterr().err

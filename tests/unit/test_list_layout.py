@@ -1,0 +1,194 @@
+"""The delta layout of list channels, server-free: random histories put through the saver's
+own plans into an in-memory RowStore restore exactly, read warm (the writer's memory and
+item cache in play) and cold (a new saver on the same rows)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+from rowstore import RowStoreSaver
+
+from langgraph_pg_durable.core.codec import Codec
+from langgraph_pg_durable.core.lists import ListState, locate, plan, restore, stored
+from langgraph_pg_durable.core.offload import Placement
+from langgraph_pg_durable.errors import ListIntegrityError
+
+ITEMS = st.one_of(
+    st.text(max_size=12), st.integers(-5, 5), st.booleans(), st.none(), st.floats(allow_nan=False, width=32),
+    st.tuples(st.integers(0, 3), st.text(max_size=3)), st.dictionaries(st.text(max_size=3), st.integers(0, 3), max_size=2),
+)
+OPS = st.one_of(
+    st.tuples(st.just("append"), st.lists(ITEMS, max_size=4)),
+    st.tuples(st.just("edit"), st.integers(0, 50), ITEMS),
+    st.tuples(st.just("remove"), st.integers(0, 50)),
+    st.tuples(st.just("reverse")),
+    st.tuples(st.just("not a list"), st.text(max_size=5)),
+    st.tuples(st.just("fork"), st.integers(0, 50)),
+    st.tuples(st.just("write"), st.lists(ITEMS, min_size=1, max_size=3), st.booleans()),
+)
+
+
+def _next(value: Any, op: tuple) -> Any:
+    current = list(value) if isinstance(value, list) else []
+    if op[0] == "append":
+        return current + list(op[1])
+    if op[0] == "edit" and current:
+        current[op[1] % len(current)] = op[2]
+    elif op[0] == "remove" and current:
+        del current[op[1] % len(current)]
+    elif op[0] == "reverse":
+        return current[::-1]
+    elif op[0] == "not a list":
+        return op[1]
+    return current
+
+
+class History:
+    """Checkpoints of one channel put as LangGraph does, with what each must restore."""
+
+    def __init__(self, saver: RowStoreSaver) -> None:
+        self.saver = saver
+        self.expected: dict[str, Any] = {}
+        self.writes: dict[str, list[tuple[str, str, Any]]] = {}
+        self.order: list[tuple[dict, Any, Any]] = []  # (config, checkpoint, value)
+        self.head: tuple[dict, Any, Any] = ({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, empty_checkpoint(), [])
+
+    def put(self, value: Any) -> None:
+        config, previous, _ = self.head
+        checkpoint = create_checkpoint(previous, None, len(self.order))
+        version = self.saver.get_next_version(previous["channel_versions"].get("items"), None)
+        checkpoint["channel_values"], checkpoint["channel_versions"] = {"items": value}, {"items": version}
+        next_config = self.saver.put(config, checkpoint, {"step": len(self.order)}, {"items": version})
+        self.expected[checkpoint["id"]] = value
+        self.head = (next_config, checkpoint, value)
+        self.order.append(self.head)
+
+    def write(self, items: list, single: bool) -> None:
+        """A task's pending write to the head, then the child holding the list with it appended."""
+        value = items[0] if single else items
+        task = f"task-{len(self.order)}"
+        self.saver.put_writes(self.head[0], [("items", value)], task)
+        self.writes.setdefault(self.head[1]["id"], []).append((task, "items", value))
+        base = self.head[2] if isinstance(self.head[2], list) else []
+        self.put(base + items[:1] if single else base + items)
+
+
+def _check(reader: RowStoreSaver, history: History) -> None:
+    serde = reader.serde
+    for checkpoint_id, value in history.expected.items():
+        got = reader.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": checkpoint_id}})
+        assert got is not None
+        assert got.checkpoint["channel_values"]["items"] == serde.loads_typed(serde.dumps_typed(value)), checkpoint_id
+        want = [(t, c, serde.loads_typed(serde.dumps_typed(v))) for t, c, v in history.writes.get(checkpoint_id, [])]
+        assert got.pending_writes == want, checkpoint_id
+
+
+@settings(max_examples=120, deadline=None)
+@given(ops=st.lists(OPS, min_size=1, max_size=25), snapshot_every=st.sampled_from([1, 2, 3, 5, 16]),
+       min_bytes=st.sampled_from([0, 40]))
+def test_random_histories_restore_exactly_warm_and_cold(ops: list, snapshot_every: int, min_bytes: int) -> None:
+    saver = RowStoreSaver(snapshot_every=snapshot_every, list_min_bytes=min_bytes)
+    history = History(saver)
+    value: Any = []
+    history.put(value)
+    for op in ops:
+        if op[0] == "fork":  # the next put continues from an older checkpoint, as update_state does
+            history.head = history.order[op[1] % len(history.order)]
+            value = history.head[2]
+        elif op[0] == "write":
+            history.write(op[1], op[2])
+            value = history.head[2]
+        else:
+            value = _next(value, op)
+            history.put(value)
+    _check(saver, history)  # warm: the writer's list memory and item cache are used
+    cold = RowStoreSaver(snapshot_every=snapshot_every, list_min_bytes=min_bytes)
+    cold.store = saver.store
+    _check(cold, history)
+    if snapshot_every > 1 and min_bytes == 0:
+        chains = [v["list_chain"] for v in saver.store.values.values() if v["list_chain"] is not None]
+        assert all(len(chain) < snapshot_every for chain in chains)
+
+
+def test_a_growing_list_stores_each_item_once_and_snapshots_every_n() -> None:
+    saver = RowStoreSaver(snapshot_every=8, list_min_bytes=0)
+    history = History(saver)
+    value: list[str] = []
+    for step in range(40):
+        value = value + [f"item {step} " + "x" * 100]
+        history.put(value)
+    assert len(saver.store.items) == 40  # not 1 + 2 + ... + 40
+    snapshots = [v for v in saver.store.values.values() if v["list_chain"] == []]
+    assert len(snapshots) == 5  # versions 1, 9, 17, 25, 33
+    _check(saver, history)
+
+
+def test_pending_writes_store_their_items_once_and_the_delta_reuses_them() -> None:
+    saver = RowStoreSaver(snapshot_every=8, list_min_bytes=0)
+    history = History(saver)
+    history.put(["seed"])
+    for step in range(12):
+        history.write([f"w{step}:{k}" for k in range(1 + step % 2)], single=step % 3 == 2)
+    appended = 1 + sum(len(v) if isinstance(v, list) else 1 for ws in history.writes.values() for _, _, v in ws)
+    assert len(saver.store.items) == appended
+    _check(saver, history)
+
+
+def test_a_put_whose_base_row_is_gone_is_sent_again_whole() -> None:
+    """The missing-bases guard: a delta whose chain lost a row (pruned meanwhile) writes
+    nothing, and the plan sends the put again as a snapshot."""
+    saver = RowStoreSaver(snapshot_every=8, list_min_bytes=0)
+    history = History(saver)
+    history.put(["a"])
+    saver.sent.clear()
+    history.put(["a", "b"])
+    assert saver.sent == ["put"]  # a delta on the first version, in one statement
+    first_version = history.order[0][1]["channel_versions"]["items"]
+    del saver.store.values[("t", "", "items", first_version)]
+    saver.sent.clear()
+    history.put(["a", "b", "c"])
+    assert saver.sent == ["put", "put"]  # refused, then whole
+    newest = saver.store.values[("t", "", "items", history.order[-1][1]["channel_versions"]["items"])]
+    assert newest["list_chain"] == []  # a snapshot, relying on no other row
+    cold = RowStoreSaver()
+    cold.store = saver.store
+    latest = cold.get_tuple({"configurable": {"thread_id": "t"}})
+    assert latest is not None and latest.checkpoint["channel_values"]["items"] == ["a", "b", "c"]
+
+
+# -- the pure layout functions, without the saver --------------------------------------------
+
+
+def test_a_delta_names_its_chain_and_only_the_new_items() -> None:
+    codec, placement = Codec(RowStoreSaver().serde), Placement(enabled=False)
+    first = plan(codec, channel="c", version="v1", value=["a", "b"], base=None, snapshot_every=4,
+                 placement=placement, where="w")
+    second = plan(codec, channel="c", version="v2", value=["a", "b", "c"], base=first.state, snapshot_every=4,
+                  placement=placement, where="w")
+    assert first.chain == () and [i.idx for i in first.items] == [0, 1]
+    assert second.chain == ("v1",) and [(i.version, i.idx) for i in second.items] == [("v2", 0)]
+    assert second.needs == ("v1",)
+    rows = {("c", "v1"): stored(first.chain, first.value, first.item_versions),
+            ("c", "v2"): stored(second.chain, second.value, second.item_versions)}
+    raw = {("c", i.version): {} for i in first.items + second.items}
+    for i in first.items + second.items:
+        raw[("c", i.version)][i.idx] = (i.type, i.data)
+    out = restore(codec, wanted=[("c", "v2")], rows=rows, raw_items=raw, where=lambda ch, v: f"{ch}@{v}")
+    value, state = out[("c", "v2")]
+    assert value == ["a", "b", "c"]
+    assert isinstance(state, ListState) and state.locations == (("v1", 0), ("v1", 1), ("v2", 0))
+    assert state.digests == second.state.digests  # a state read back extends like the writer's own
+
+
+def test_a_list_row_that_names_more_items_than_stored_is_refused_before_allocating() -> None:
+    row = stored((), b'{"n": [1000000000]}', ["v1"])
+    try:
+        locate("v1", {"v1": row}, where="thread 't'", available={"v1": 2})
+    except ListIntegrityError as exc:
+        assert "1,000,000,000" in str(exc) or "999,999,999" in str(exc)
+        assert "thread 't'" in str(exc)
+    else:
+        raise AssertionError("a segment past the stored items was accepted")
