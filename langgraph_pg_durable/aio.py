@@ -5,10 +5,7 @@
 """
 # end
 # sync:
-# """DurablePostgresSaver: the synchronous shell. It sends Queries; it decides nothing.
-#
-# Generated from `aio.py` by `python tools/async_to_sync.py`: edit that file, not this one.
-# """
+# """DurablePostgresSaver: the synchronous shell. It sends Queries; it decides nothing."""
 # end
 
 from __future__ import annotations
@@ -45,6 +42,7 @@ from .arrays import Int8Array
 from .core import GC_BATCH, Plan, Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError, shown
 from .inflight import AsyncWritesInFlight
+from .objects_async import AsyncObjectStorage
 from .retry import Attempts, RetryPolicy
 from .sql.schema import DEFAULT_SCHEMA, quote_schema
 
@@ -67,6 +65,8 @@ class AsyncDurablePostgresSaver(SaverCore):
     # connection each) or a single `Connection` (calls are serialized on it).
     # """
     # end
+
+    _object_storage = AsyncObjectStorage
 
     def __init__(
         self,
@@ -170,7 +170,7 @@ class AsyncDurablePostgresSaver(SaverCore):
                     await self.conn.check()  # type: ignore[union-attr]  # drop the other dead connections
                 await asyncio.sleep(delay)
         wanted = self._wanted_objects(query, fetched)
-        payloads = await self.objects.afetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
+        payloads = await self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
         return query.decode(self._attach_objects(query, fetched, payloads))
 
     async def _send(self, conn: AsyncConnection, query: Query[Any]) -> list[Any]:
@@ -205,7 +205,7 @@ class AsyncDurablePostgresSaver(SaverCore):
             await cur.execute(self._gc_share_sql, {"gc_key": self._gc_key})
             if query.locks:
                 await cur.execute(self._lock_sql, {"lock_keys": Int8Array(query.locks)})
-            await self.objects.astore_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
+            await self.objects.store_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
             await cur.execute(query.sql, query.params)
             return await cur.fetchall() if has_rows(cur) else []
 
@@ -320,7 +320,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         cutoff = self._gc_cutoff(grace_period)
         objects = self.objects
         assert objects is not None
-        candidates = await objects.alist_garbage_candidates(self.placement.prefix, cutoff)
+        candidates = await objects.list_garbage_candidates(self.placement.prefix, cutoff)
         if not candidates:
             return 0
         # From the reference check to the last delete, gc holds its lock exclusively: a put
@@ -336,8 +336,8 @@ class AsyncDurablePostgresSaver(SaverCore):
                     held = query.decode(await self._send(conn, query))
                     unreferenced += [key for key in batch if key not in held]
                 # A put may have rewritten an unreferenced object since the listing, to reference it again.
-                doomed = await objects.astill_old(unreferenced, cutoff)
-                await objects.adelete(doomed)
+                doomed = await objects.still_old(unreferenced, cutoff)
+                await objects.delete(doomed)
             finally:
                 await self._gc_lock(conn, self._gc_unlock_sql)
         return len(doomed)

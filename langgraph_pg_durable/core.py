@@ -27,7 +27,7 @@ from .errors import ConfigError, shown
 from .delta_history import DeltaWalk, replay_ancestors
 from .history import HistoryScan
 from .lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ItemCache, ListMemory, ListPolicy, ListState
-from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, gc_cutoff, open_store
+from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, gc_cutoff, open_store
 from .offload import DEFAULT_THRESHOLD, ObjectRef, Placement, Upload, attach, check_reference, validate_prefix
 from .retry import RetryPolicy
 from .safe_serde import AllowedType, default_serializer, with_allowed_types
@@ -95,6 +95,8 @@ def _keep_params(keep: Iterable[tuple[str, str, str]]) -> dict[str, TextArray]:
 class SaverCore(BaseCheckpointSaver[str]):
     """Configuration and Query builders shared by DurablePostgresSaver and its async twin."""
 
+    _object_storage: type  # each shell's: ObjectStorage (saver.py) or AsyncObjectStorage (aio.py)
+
     def __init__(
         self,
         *,
@@ -130,7 +132,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         self.items = ItemCache(list_cache_bytes)
         store = open_store(object_store, object_store_options)
         self.objects = (
-            ObjectStorage(store, cache_bytes=object_cache_bytes, reuse_window=object_reuse_window)
+            self._object_storage(store, cache_bytes=object_cache_bytes, reuse_window=object_reuse_window)
             if store is not None else None
         )
         # One prefix per schema by default; gc() collects only keys of its own prefix's shape,

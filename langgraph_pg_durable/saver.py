@@ -1,7 +1,5 @@
-"""DurablePostgresSaver: the synchronous shell. It sends Queries; it decides nothing.
-
-Generated from `aio.py` by `python tools/async_to_sync.py`: edit that file, not this one.
-"""
+# Generated from langgraph_pg_durable/aio.py by tools/async_to_sync.py: do not edit.
+"""DurablePostgresSaver: the synchronous shell. It sends Queries; it decides nothing."""
 
 from __future__ import annotations
 
@@ -30,6 +28,7 @@ from .arrays import Int8Array
 from .core import GC_BATCH, Plan, Query, SaverCore, has_rows
 from .errors import DatabaseUnavailableError, shown
 from .inflight import WritesInFlight
+from .objects import ObjectStorage
 from .retry import Attempts, RetryPolicy
 from .sql.schema import DEFAULT_SCHEMA, quote_schema
 
@@ -42,6 +41,8 @@ class DurablePostgresSaver(SaverCore):
     Give it a psycopg `ConnectionPool` (calls then run in parallel, one pooled
     connection each) or a single `Connection` (calls are serialized on it).
     """
+
+    _object_storage = ObjectStorage
 
     def __init__(
         self,
