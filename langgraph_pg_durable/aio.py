@@ -5,10 +5,7 @@
 """
 # end
 # sync:
-# """DurablePostgresSaver: the synchronous shell. It sends Queries; it decides nothing.
-#
-# Generated from `aio.py` by `python tools/async_to_sync.py`: edit that file, not this one.
-# """
+# """DurablePostgresSaver: the synchronous shell. It sends Queries; it decides nothing."""
 # end
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ from contextlib import asynccontextmanager
 # from contextlib import contextmanager
 # end
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -49,7 +46,8 @@ from .core.safe_serde import AllowedType
 from .errors import DatabaseUnavailableError, shown
 from .inflight import AsyncWritesInFlight
 from .memory import DEFAULT_ITEM_CACHE_BYTES
-from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
+from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
+from .objects_async import AsyncObjectStorage
 from .ops import GC_BATCH, SaverCore
 from .retry import Attempts, RetryPolicy
 from .sql import schema as schema_sql
@@ -74,6 +72,8 @@ class AsyncDurablePostgresSaver(SaverCore):
     # connection each) or a single `Connection` (calls are serialized on it).
     # """
     # end
+
+    _object_storage = AsyncObjectStorage
 
     def __init__(
         self,
@@ -169,12 +169,12 @@ class AsyncDurablePostgresSaver(SaverCore):
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection]:
-        if self.is_pool:
-            async with self.conn.connection() as conn:  # type: ignore[union-attr]
+        if isinstance(self.conn, AsyncConnectionPool):
+            async with self.conn.connection() as conn:
                 yield conn
         else:
             async with self._lock:
-                yield self.conn  # type: ignore[misc]
+                yield self.conn
 
     async def _run(self, plan: Plan[T]) -> T:
         """Carry out an operation of several statements (see core.Plan)."""
@@ -183,7 +183,7 @@ class AsyncDurablePostgresSaver(SaverCore):
             while True:
                 query = plan.send(await self._execute(query))
         except StopIteration as finished:
-            return finished.value
+            return cast(T, finished.value)
 
     async def _execute(self, query: Query[T]) -> T:
         """Send the statement (one round trip; with objects to store, see _send_with_uploads),
@@ -198,17 +198,17 @@ class AsyncDurablePostgresSaver(SaverCore):
                         fetched = await self._send(conn, query)
                 break
             except Exception as exc:
-                if not self.is_pool and self.conn.closed:  # type: ignore[union-attr]
+                if not isinstance(self.conn, AsyncConnectionPool) and self.conn.closed:
                     raise DatabaseUnavailableError(
                         f"{query.operation} failed: the saver's connection is closed "
                         f"({type(exc).__name__}: {exc}); give the saver a pool to survive reconnects"
                     ) from exc
                 delay = attempts.next_delay(exc)
-                if self.is_pool:
-                    await self.conn.check()  # type: ignore[union-attr]  # drop the other dead connections
+                if isinstance(self.conn, AsyncConnectionPool):
+                    await self.conn.check()  # drop the other dead connections
                 await asyncio.sleep(delay)
         wanted = self._wanted_objects(query, fetched)
-        payloads = await self.objects.afetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
+        payloads = await self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
         return query.decode(self._attach_objects(query, fetched, payloads))
 
     async def _send(self, conn: AsyncConnection, query: Query[Any]) -> list[Any]:
@@ -243,7 +243,7 @@ class AsyncDurablePostgresSaver(SaverCore):
             await cur.execute(self.sql.GC_SHARE, {"gc_key": self._gc_key})
             if query.locks:
                 await cur.execute(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
-            await self.objects.astore_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
+            await self.objects.store_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
             await cur.execute(query.sql, query.params)
             return await cur.fetchall() if has_rows(cur) else []
 
@@ -341,7 +341,7 @@ class AsyncDurablePostgresSaver(SaverCore):
     ) -> Mapping[str, DeltaChannelHistory]:
         """The writes and seed value each DeltaChannel replays, read along the parent chain in a
         few statements rather than one get_tuple per ancestor."""
-        return await self._run(self._delta_history_plan(config, channels))  # type: ignore[return-value]
+        return await self._run(self._delta_history_plan(config, channels))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, value, list item and write of a thread, in one statement."""
@@ -370,7 +370,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         cutoff = self._gc_cutoff(grace_period)
         objects = self.objects
         assert objects is not None
-        candidates = await objects.alist_garbage_candidates(self.placement.prefix, cutoff)
+        candidates = await objects.list_garbage_candidates(self.placement.prefix, cutoff)
         if not candidates:
             return 0
         # From the reference check to the last delete, gc holds its lock exclusively: a put
@@ -386,8 +386,8 @@ class AsyncDurablePostgresSaver(SaverCore):
                     held = query.decode(await self._send(conn, query))
                     unreferenced += [key for key in batch if key not in held]
                 # A put may have rewritten an unreferenced object since the listing, to reference it again.
-                doomed = await objects.astill_old(unreferenced, cutoff)
-                await objects.adelete(doomed)
+                doomed = await objects.still_old(unreferenced, cutoff)
+                await objects.delete(doomed)
             finally:
                 await self._gc_lock(conn, self.sql.GC_UNLOCK)
         return len(doomed)

@@ -1,5 +1,6 @@
 """The in-process caches a saver keeps: what it knows of recent list versions (to write
-deltas), and the stored bytes of recent list items (to skip fetching them).
+deltas), the stored bytes of recent list items (to skip fetching them), and verified
+object-store payloads (to fetch a shared object once).
 
 Each is bounded and only saves work: correctness never depends on what they hold. They
 are the only stateful, locked part below the shells; the core they feed is pure.
@@ -156,3 +157,32 @@ class ItemCache:
             self._threads.move_to_end((thread_id, ns))
             keys = list(groups)[-self.max_keys_per_read:]
             return {key: groups[key] for key in keys}
+
+
+class PayloadCache:
+    """A bounded LRU of verified payloads by SHA-256: reads of shared objects fetch once."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, sha256: str) -> bytes | None:
+        with self._lock:
+            data = self._items.get(sha256)
+            if data is not None:
+                self._items.move_to_end(sha256)
+            return data
+
+    def add(self, sha256: str, data: bytes) -> None:
+        if len(data) > self.max_bytes // 4:  # one huge value must not flush everything else
+            return
+        with self._lock:
+            if sha256 in self._items:
+                return
+            self._items[sha256] = data
+            self._bytes += len(data)
+            while self._bytes > self.max_bytes:
+                _, old = self._items.popitem(last=False)
+                self._bytes -= len(old)

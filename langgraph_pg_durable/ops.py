@@ -35,7 +35,7 @@ from .core.safe_serde import AllowedType, default_serializer, with_allowed_types
 from .core.safe_serde import accept_plaintext as accept_plaintext_rows
 from .errors import ConfigError, shown
 from .memory import DEFAULT_ITEM_CACHE_BYTES, ItemCache, ListMemory
-from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, ObjectStorage, gc_cutoff, open_store
+from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, gc_cutoff, open_store
 from .retry import RetryPolicy
 from .sql.reads import RunLane
 from .sql.schema import DEFAULT_SCHEMA, gc_lock_key, quote_schema, thread_lock_keys
@@ -57,6 +57,8 @@ def _keep_params(keep: Iterable[tuple[str, str, str]]) -> dict[str, TextArray]:
 
 class SaverCore(BaseCheckpointSaver[str]):
     """Configuration and Query builders shared by DurablePostgresSaver and its async twin."""
+
+    _object_storage: type  # each shell's: ObjectStorage (saver.py) or AsyncObjectStorage (aio.py)
 
     def __init__(
         self,
@@ -109,7 +111,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         self.items = ItemCache(list_cache_bytes)
         store = open_store(object_store, object_store_options)
         self.objects = (
-            ObjectStorage(store, cache_bytes=object_cache_bytes, reuse_window=object_reuse_window)
+            self._object_storage(store, cache_bytes=object_cache_bytes, reuse_window=object_reuse_window)
             if store is not None else None
         )
         # One prefix per schema by default; gc() collects only keys of its own prefix's shape,

@@ -1,7 +1,5 @@
-"""DurablePostgresSaver: the synchronous shell. It sends Queries; it decides nothing.
-
-Generated from `aio.py` by `python tools/async_to_sync.py`: edit that file, not this one.
-"""
+# Generated from langgraph_pg_durable/aio.py by tools/async_to_sync.py: do not edit.
+"""DurablePostgresSaver: the synchronous shell. It sends Queries; it decides nothing."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -34,7 +32,8 @@ from .core.safe_serde import AllowedType
 from .errors import DatabaseUnavailableError, shown
 from .inflight import WritesInFlight
 from .memory import DEFAULT_ITEM_CACHE_BYTES
-from .objects import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
+from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
+from .objects import ObjectStorage
 from .ops import GC_BATCH, SaverCore
 from .retry import Attempts, RetryPolicy
 from .sql import schema as schema_sql
@@ -49,6 +48,8 @@ class DurablePostgresSaver(SaverCore):
     Give it a psycopg `ConnectionPool` (calls then run in parallel, one pooled
     connection each) or a single `Connection` (calls are serialized on it).
     """
+
+    _object_storage = ObjectStorage
 
     def __init__(
         self,
@@ -138,12 +139,12 @@ class DurablePostgresSaver(SaverCore):
 
     @contextmanager
     def _connection(self) -> Iterator[Connection]:
-        if self.is_pool:
-            with self.conn.connection() as conn:  # type: ignore[union-attr]
+        if isinstance(self.conn, ConnectionPool):
+            with self.conn.connection() as conn:
                 yield conn
         else:
             with self._lock:
-                yield self.conn  # type: ignore[misc]
+                yield self.conn
 
     def _run(self, plan: Plan[T]) -> T:
         """Carry out an operation of several statements (see core.Plan)."""
@@ -152,7 +153,7 @@ class DurablePostgresSaver(SaverCore):
             while True:
                 query = plan.send(self._execute(query))
         except StopIteration as finished:
-            return finished.value
+            return cast(T, finished.value)
 
     def _execute(self, query: Query[T]) -> T:
         """Send the statement (one round trip; with objects to store, see _send_with_uploads),
@@ -167,14 +168,14 @@ class DurablePostgresSaver(SaverCore):
                         fetched = self._send(conn, query)
                 break
             except Exception as exc:
-                if not self.is_pool and self.conn.closed:  # type: ignore[union-attr]
+                if not isinstance(self.conn, ConnectionPool) and self.conn.closed:
                     raise DatabaseUnavailableError(
                         f"{query.operation} failed: the saver's connection is closed "
                         f"({type(exc).__name__}: {exc}); give the saver a pool to survive reconnects"
                     ) from exc
                 delay = attempts.next_delay(exc)
-                if self.is_pool:
-                    self.conn.check()  # type: ignore[union-attr]  # drop the other dead connections
+                if isinstance(self.conn, ConnectionPool):
+                    self.conn.check()  # drop the other dead connections
                 time.sleep(delay)
         wanted = self._wanted_objects(query, fetched)
         payloads = self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
@@ -310,7 +311,7 @@ class DurablePostgresSaver(SaverCore):
     ) -> Mapping[str, DeltaChannelHistory]:
         """The writes and seed value each DeltaChannel replays, read along the parent chain in a
         few statements rather than one get_tuple per ancestor."""
-        return self._run(self._delta_history_plan(config, channels))  # type: ignore[return-value]
+        return self._run(self._delta_history_plan(config, channels))
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, value, list item and write of a thread, in one statement."""

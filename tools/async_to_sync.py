@@ -1,12 +1,16 @@
-"""Write `langgraph_pg_durable/saver.py`, the sync saver, from `aio.py`, the async one.
+"""Write the sync twins in `langgraph_pg_durable/` from their async sources.
 
-The async shell is the source of truth, as in psycopg: the sync twin is the same code
-with `async`/`await` taken out and the async names swapped for their sync ones, so the
-two cannot drift. In `aio.py`, lines between `# async:` and `# end` are left out, and
-lines between `# sync:` and `# end` are comments there and code here.
+    aio.py            -> saver.py     (the savers)
+    objects_async.py  -> objects.py   (the object storage)
 
-    python tools/async_to_sync.py           # rewrite saver.py
-    python tools/async_to_sync.py --check   # exit 1 if saver.py is not what aio.py gives
+The async code is the source of truth, as in psycopg: a sync twin is the same code with
+`async`/`await` taken out and the async names swapped for their sync ones, so the two
+cannot drift. In a source, lines between `# async:` and `# end` are left out, and lines
+between `# sync:` and `# end` are comments there and code in the twin. Each twin's first
+line says it is generated and from what.
+
+    python tools/async_to_sync.py           # rewrite every twin
+    python tools/async_to_sync.py --check   # exit 1, naming it, if a twin is not what its source gives
 """
 
 from __future__ import annotations
@@ -15,11 +19,17 @@ import re
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "langgraph_pg_durable"
-SOURCE, TARGET = PACKAGE / "aio.py", PACKAGE / "saver.py"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "langgraph_pg_durable"
+# (async source, generated sync twin)
+TWINS = [
+    (PACKAGE / "aio.py", PACKAGE / "saver.py"),
+    (PACKAGE / "objects_async.py", PACKAGE / "objects.py"),
+]
 
 # Whole names, async -> sync.
 NAMES = {
+    # the savers
     "AsyncDurablePostgresSaver": "DurablePostgresSaver",
     "AsyncConnectionPool": "ConnectionPool",
     "AsyncConnection": "Connection",
@@ -36,20 +46,29 @@ NAMES = {
     "acopy_thread": "copy_thread",
     "aprune": "prune",
     "agc": "gc",
-    "astore_all": "store_all",
-    "afetch_all": "fetch_all",
-    "alist_garbage_candidates": "list_garbage_candidates",
-    "astill_old": "still_old",
-    "adelete": "delete",
+    # the object storage, and obstore's calls
+    "objects_async": "objects",
+    "AsyncObjectStorage": "ObjectStorage",
+    "put_async": "put",
+    "get_async": "get",
+    "head_async": "head",
+    "delete_async": "delete",
+    "bytes_async": "bytes",
 }
 PHRASES = [
     ("asyncio.Lock()", "threading.Lock()"),
+    ("asyncio.Event", "threading.Event"),
     ("asyncio.sleep(", "time.sleep("),
     ("async def ", "def "),
     ("async with ", "with "),
     ("async for ", "for "),
     ("await ", ""),
 ]
+_NAME = re.compile(r"\b(" + "|".join(sorted(NAMES, key=len, reverse=True)) + r")\b")
+
+
+def header(source: Path) -> str:
+    return f"# Generated from {source.relative_to(ROOT).as_posix()} by tools/async_to_sync.py: do not edit."
 
 
 def to_sync(source: str) -> str:
@@ -73,21 +92,26 @@ def to_sync(source: str) -> str:
             continue
         for old, new in PHRASES:
             line = line.replace(old, new)
-        line = re.sub(r"\b(" + "|".join(sorted(NAMES, key=len, reverse=True)) + r")\b",
-                      lambda m: NAMES[m.group(1)], line)
-        out.append(line)
+        out.append(_NAME.sub(lambda m: NAMES[m.group(1)], line))
     return "\n".join(out).rstrip() + "\n"
 
 
+def generate(source: Path) -> str:
+    """The sync twin's text: the header line, then the source made sync."""
+    return header(source) + "\n" + to_sync(source.read_text())
+
+
 def main(argv: list[str]) -> int:
-    generated = to_sync(SOURCE.read_text())
-    if "--check" in argv:
-        if TARGET.read_text() != generated:
-            print(f"{TARGET} is not what {SOURCE.name} gives: run python tools/async_to_sync.py", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(generated)
-    return 0
+    check = "--check" in argv
+    stale = 0
+    for source, target in TWINS:
+        generated = generate(source)
+        if not check:
+            target.write_text(generated)
+        elif not target.exists() or target.read_text() != generated:
+            print(f"{target} is not what {source.name} gives: run python tools/async_to_sync.py", file=sys.stderr)
+            stale += 1
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
