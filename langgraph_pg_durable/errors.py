@@ -32,7 +32,8 @@ class DeserializationError(DurableCheckpointError):
 
 
 class SchemaVersionError(DurableCheckpointError):
-    """The database schema was created by a newer version of this package."""
+    """The schema and the package's migrations disagree: the database schema was created by a
+    newer version of this package, or a migration is missing from this install."""
 
 
 class DatabaseUnavailableError(DurableCheckpointError):

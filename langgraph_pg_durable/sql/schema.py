@@ -34,15 +34,31 @@ class Migration:
 
 @lru_cache(maxsize=1)
 def migrations() -> tuple[Migration, ...]:
-    """The package's migrations in order; their numbers must run 1, 2, 3... without gaps."""
+    """The package's migrations in order (sql/migrations/NNNN_name.sql)."""
+    folder = resources.files(__package__).joinpath("migrations")
+    return numbered((entry.name, entry.read_text("utf-8")) for entry in folder.iterdir() if entry.name.endswith(".sql"))
+
+
+def numbered(files: Iterable[tuple[str, str]]) -> tuple[Migration, ...]:
+    """Migrations from (file name, text) pairs, in order. Their numbers must run 1, 2, 3...
+    without a gap or a repeat: setup() records each number once and never looks back, so a
+    step missing from an install would leave every schema it creates without it."""
     found = []
-    for entry in resources.files(__package__).joinpath("migrations").iterdir():
-        if match := _MIGRATION_FILE.match(entry.name):
-            found.append(Migration(int(match[1]), match[2], entry.read_text("utf-8")))
+    for name, text in files:
+        if not name.endswith(".sql"):
+            continue
+        if not (match := _MIGRATION_FILE.match(name)):
+            raise SchemaVersionError(f"migration file {shown(name)} is not named NNNN_name.sql (e.g. 0007_add_index.sql)")
+        found.append(Migration(int(match[1]), match[2], text))
     found.sort(key=lambda m: m.version)
     for expected, migration in enumerate(found, start=1):
+        if migration.version < expected:
+            raise SchemaVersionError(f"migration {migration.version:04d} is in the package twice")
         if migration.version != expected:
-            raise RuntimeError(f"migration {expected:04d} is missing from the package")
+            raise SchemaVersionError(
+                f"migration {expected:04d} is missing from the package (the next one found is "
+                f"{migration.version:04d}_{migration.name}.sql): reinstall langgraph-pg-durable"
+            )
     return tuple(found)
 
 
