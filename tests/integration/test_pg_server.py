@@ -15,7 +15,7 @@ from psycopg import sql
 from langgraph_pg_durable import embedded
 from pg_server import PgServer, with_dbname
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_session_server_answers(pg_server: PgServer) -> None:
