@@ -30,7 +30,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
 
 # Reuse the tests' server provisioning and round-trip proxy rather than copy them.
-_TESTS = str(Path(__file__).resolve().parent.parent / "tests")
+_TESTS = str(Path(__file__).resolve().parent.parent / "tests" / "support")
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 from pg_server import PgServer, start_pg_server  # noqa: E402

@@ -1,4 +1,10 @@
-"""Session fixtures: real PostgreSQL and S3 servers; a fresh schema and key prefix per test."""
+"""Session fixtures shared by every layer: real PostgreSQL and S3 servers, each started only
+when a test first asks for it, and a fresh schema and key prefix per test.
+
+Layers: `unit/` (no server), `integration/` (real Postgres and S3), `chaos/` (crashes,
+restarts, lost connections), `migration/` (setup() and the schema). Helpers shared by the
+layers live in `support/`, put on sys.path here so every layer imports them by name.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +17,15 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pg_server import PgServer, start_pg_server
-from s3_server import S3Server, start_s3_server
+# Let the tests import the package from a plain checkout (no `pip install -e .` needed), and
+# the helpers in support/ as top-level modules (`from pg_server import ...`) from any layer.
+_TESTS = Path(__file__).resolve().parent
+for _path in (str(_TESTS.parent), str(_TESTS / "support")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
-# Let the tests import the package from a plain checkout (no `pip install -e .` needed).
-_REPO_ROOT = str(Path(__file__).resolve().parent.parent)
-if _REPO_ROOT not in sys.path:
-    sys.path.insert(0, _REPO_ROOT)
+from pg_server import PgServer, start_pg_server  # noqa: E402
+from s3_server import S3Server, start_s3_server  # noqa: E402
 
 
 @pytest.fixture(scope="session")

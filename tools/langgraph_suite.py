@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     root = extract_tests(sdist, args.cache / "work")
     files = test_files(root)
 
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
     from pg_server import start_pg_server  # noqa: E402 - our tests' server helper
 
     server = start_pg_server()

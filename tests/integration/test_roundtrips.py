@@ -12,7 +12,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.round_trips import WireCounter  # noqa: E402  (reads the protocol, not just flights)
 
 

@@ -26,7 +26,7 @@ from psycopg import sql
 from crash_worker import FAST_TASKS, SLOW_TASK, build_graph, order_input
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
 
-WORKER = Path(__file__).with_name("crash_worker.py")
+WORKER = Path(__file__).resolve().parent.parent / "support" / "crash_worker.py"
 POLL_TIMEOUT = 60.0  # generous: the worker must import langgraph and open a pool first
 
 

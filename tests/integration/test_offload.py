@@ -31,9 +31,7 @@ from langgraph_pg_durable import (
     DurablePostgresSaver,
     ObjectIntegrityError,
     ObjectStoreError,
-    SerializationError,
 )
-from langgraph_pg_durable.core.offload import Placement
 from tcp_gate import TcpGate
 
 MIB = 1 << 20
@@ -392,13 +390,6 @@ async def test_gc_refuses_a_grace_period_shorter_than_the_reuse_window(pg_dsn: s
 
 
 # -- without a store ---------------------------------------------------------------------------
-
-
-def test_without_a_store_an_oversized_value_is_refused_by_channel() -> None:
-    placement = Placement(enabled=False, max_inline=1000)
-    assert placement.place(b"x" * 1000, where="w") == (b"x" * 1000, None)
-    with pytest.raises(SerializationError, match="channel 'big'.*object_store="):
-        placement.place(b"x" * 1001, where="the value of channel 'big'")
 
 
 async def test_a_saver_without_a_store_names_the_object_it_cannot_read(pg_dsn: str, schema_name: str,
