@@ -2,6 +2,7 @@
 
 from .aio import AsyncDurablePostgresSaver
 from .errors import (
+    ChannelVersionError,
     CheckpointIntegrityError,
     ConfigError,
     DatabaseUnavailableError,
@@ -19,6 +20,7 @@ from .saver import DurablePostgresSaver
 
 __all__ = [
     "AsyncDurablePostgresSaver",
+    "ChannelVersionError",
     "CheckpointIntegrityError",
     "ConfigError",
     "DatabaseUnavailableError",
