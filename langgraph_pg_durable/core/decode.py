@@ -22,7 +22,7 @@ from .codec import Codec, load_json, unpacked_item
 from .encode import PACKED_WRITES_TYPE
 from .keys import CheckpointKey
 from .lists import ListState, RawItems
-from .metadata import load_metadata
+from .metadata import load_metadata, load_metadata_json
 from .offload import ObjectRef, RefColumns, references
 
 # Where Detail rows keep an offloaded value and its reference.
@@ -65,7 +65,7 @@ class CheckpointRow:
         return cls(
             row[start + _C.THREAD_ID], row[start + _C.CHECKPOINT_NS], row[start + _C.CHECKPOINT_ID],
             row[start + _C.PARENT_CHECKPOINT_ID], load_json(row[start + _C.CHECKPOINT]),
-            load_json(row[start + _C.METADATA]), row[start + _C.METADATA_EXACT],
+            load_metadata_json(row[start + _C.METADATA]), row[start + _C.METADATA_EXACT],
             row[start + _C.VALUE_CHANNELS], row[start + _C.VALUE_VERSIONS],
         )
 

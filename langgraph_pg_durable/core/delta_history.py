@@ -36,6 +36,7 @@ class DeltaWalk:
         self.rows: dict[str, CheckpointRow] = {}
         self.next_id: str | None = None  # the ancestor to visit next
         self.path: list[CheckpointRow] = []  # ancestors visited, nearest first
+        self._visited: set[str] = set()
         self.seeds: dict[str, CheckpointRow] = {}
 
     def needs_rows(self) -> bool:
@@ -55,8 +56,12 @@ class DeltaWalk:
             return
         for row in page:
             self.rows[row.checkpoint_id] = row
-        while self.next_id is not None and self.remaining and self.next_id in self.rows:
+        # A parent seen before ends the walk: rows read from the database may point in a
+        # circle (a checkpoint put as its own parent), and a walk must not follow it forever.
+        while (self.next_id is not None and self.remaining and self.next_id in self.rows
+               and self.next_id not in self._visited):
             row = self.rows[self.next_id]
+            self._visited.add(row.checkpoint_id)
             self.path.append(row)
             for channel in list(self.remaining):
                 if row.holds(channel):
@@ -123,7 +128,9 @@ def replay_ancestors(rows: Sequence[tuple[str, str, str, str | None, bool, list[
             continue
         remaining = {c for c in counters if c not in held}
         node = parent_id
-        while remaining and node is not None and (thread_id, ns, node) in by_key:
+        visited: set[str] = set()  # parents read from rows may point in a circle
+        while remaining and node is not None and (thread_id, ns, node) in by_key and node not in visited:
+            visited.add(node)
             row = by_key[(thread_id, ns, node)]
             if row[4]:
                 keep.add((thread_id, ns, node))

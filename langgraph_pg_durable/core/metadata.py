@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import EXCLUDED_METADATA_KEYS, CheckpointMetadata
 
 from ..errors import ConfigError, shown
-from .codec import Codec, dump_json
+from .codec import Codec, dump_json, load_json
 
 # Our marker for a metadata value kept in `metadata_exact`: "<serde type>:<payload>".
 _EXACT_SEPARATOR = b":"
@@ -34,6 +35,7 @@ def merge_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> dict
                 continue
             if isinstance(value, (str, int, bool, float)):
                 merged[key] = value
+    merged.pop("writes", None)  # as LangGraph does after merging: a config's "writes" is not stored either
     return merged
 
 
@@ -86,20 +88,46 @@ def dump_metadata(codec: Codec, metadata: Mapping[str, Any]) -> tuple[str, bytes
     """The jsonb text (for filters and psql) and, when jsonb is lossy, the exact form."""
     projected = project(metadata, "checkpoint metadata")
     exact = None
-    if projected != metadata or _has_tuple(metadata):
+    if _lossy(metadata):
         type_, data = codec.dump(dict(metadata), channel="<metadata>", where="checkpoint metadata")
         exact = type_.encode() + _EXACT_SEPARATOR + data
     return dump_json(projected), exact
 
 
-def _has_tuple(value: Any) -> bool:
-    if isinstance(value, tuple):
-        return True
+
+
+def _lossy(value: Any) -> bool:
+    """Whether the jsonb projection reads back as something else: a NUL (escaped), a
+    non-finite float, a key that is not a str, a value JSON lacks. (An int past 64 bits is
+    kept exactly by jsonb and read back exactly by `load_metadata_json`.)
+    Tuples are not: they read back as lists, from jsonb or the exact form alike (the
+    serializer has no tuple), as they do from the official saver."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if value is None or isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return False
+    if isinstance(value, float):
+        return not math.isfinite(value)
     if isinstance(value, Mapping):
-        return any(_has_tuple(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_tuple(v) for v in value)
-    return False
+        return any(not isinstance(k, str) or "\x00" in k or _lossy(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_lossy(v) for v in value)
+    return True
+
+
+# An integer literal orjson would read as a float (past 64 bits); a digit run inside a string
+# matches too, which only costs the slower exact parse.
+_LONG_INTEGER = re.compile(r"\d{20,}")
+
+
+def load_metadata_json(text: str | None) -> Any:
+    """The metadata column as fetched (jsonb text): orjson, or json where an integer is too
+    long for orjson to keep exactly (jsonb keeps any integer exactly)."""
+    if text is not None and _LONG_INTEGER.search(text):
+        return json.loads(text)
+    return load_json(text)
 
 
 def load_metadata(codec: Codec, projected: Any, exact: bytes | None, *, where: str = "metadata") -> dict[str, Any]:
