@@ -36,30 +36,70 @@ class Scale:
 
 
 FULL = Scale(
-    w1_steps=200, w1_reps=5, w2_steps=100, w2_reps=3, w3_turns=100,
-    w3_reps={"get_state": 200, "full_history": 7, "first_10_limit": 50, "first_10_break": 7,
-             "filter_1pct": 30, "list_full": 7, "list_first_10_break": 15},
-    w4_threads=50, w4_steps=20, w4_workers=8, w4_reps=3, w5_steps=20,
-    w6_steps=1000, w6_sample_every=50, w6_reps={"get_state": 30, "full_history": 3},
+    w1_steps=200,
+    w1_reps=5,
+    w2_steps=100,
+    w2_reps=3,
+    w3_turns=100,
+    w3_reps={
+        "get_state": 200,
+        "full_history": 7,
+        "first_10_limit": 50,
+        "first_10_break": 7,
+        "filter_1pct": 30,
+        "list_full": 7,
+        "list_first_10_break": 15,
+    },
+    w4_threads=50,
+    w4_steps=20,
+    w4_workers=8,
+    w4_reps=3,
+    w5_steps=20,
+    w6_steps=1000,
+    w6_sample_every=50,
+    w6_reps={"get_state": 30, "full_history": 3},
 )
 QUICK = Scale(
-    w1_steps=20, w1_reps=1, w2_steps=5, w2_reps=1, w3_turns=10,
-    w3_reps={"get_state": 2, "full_history": 1, "first_10_limit": 2, "first_10_break": 1,
-             "filter_1pct": 1, "list_full": 1, "list_first_10_break": 1},
-    w4_threads=8, w4_steps=5, w4_workers=8, w4_reps=1, w5_steps=6,
-    w6_steps=30, w6_sample_every=10, w6_reps={"get_state": 2, "full_history": 1},
+    w1_steps=20,
+    w1_reps=1,
+    w2_steps=5,
+    w2_reps=1,
+    w3_turns=10,
+    w3_reps={
+        "get_state": 2,
+        "full_history": 1,
+        "first_10_limit": 2,
+        "first_10_break": 1,
+        "filter_1pct": 1,
+        "list_full": 1,
+        "list_first_10_break": 1,
+    },
+    w4_threads=8,
+    w4_steps=5,
+    w4_workers=8,
+    w4_reps=1,
+    w5_steps=6,
+    w6_steps=30,
+    w6_sample_every=10,
+    w6_reps={"get_state": 2, "full_history": 1},
 )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("--quick", action="store_true",
-                        help="CI smoke mode: small workloads, checks every saver completes each one")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results",
-                        help="directory for results.md, results.json and the chart (default: %(default)s)")
-    parser.add_argument("--publish", action="store_true",
-                        help="also write the report into README.md's Benchmarks section and the chart "
-                             "into docs/benchmarks/ (for a full run that should be published)")
+    parser.add_argument("--quick", action="store_true", help="CI smoke mode: small workloads, checks every saver completes each one")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results",
+        help="directory for results.md, results.json and the chart (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--publish",
+        action="store_true",
+        help="also write the report into README.md's Benchmarks section and the chart "
+        "into docs/benchmarks/ (for a full run that should be published)",
+    )
     args = parser.parse_args(argv)
     try:
         import matplotlib  # noqa: F401 - fail now, not after the run
@@ -79,11 +119,9 @@ def main(argv: list[str] | None = None) -> int:
             "w1": ("growing state", lambda: per_step.growing_state(bench, scale.w1_steps, scale.w1_reps)),
             "w2": ("large value", lambda: per_step.large_value(bench, scale.w2_steps, scale.w2_reps)),
             "w3": ("long history", lambda: history.run(bench, scale.w3_turns, scale.w3_reps)),
-            "w4": ("concurrency", lambda: concurrency.run(
-                bench, scale.w4_threads, scale.w4_steps, scale.w4_workers, scale.w4_reps)),
+            "w4": ("concurrency", lambda: concurrency.run(bench, scale.w4_threads, scale.w4_steps, scale.w4_workers, scale.w4_reps)),
             "w5": ("round trips", lambda: round_trips.run(bench, scale.w5_steps)),
-            "w6": ("long chat thread", lambda: long_thread.run(
-                bench, scale.w6_steps, scale.w6_sample_every, scale.w6_reps)),
+            "w6": ("long chat thread", lambda: long_thread.run(bench, scale.w6_steps, scale.w6_sample_every, scale.w6_reps)),
         }
         for key, (name, run) in workloads.items():
             log(f"{key} {name}")
@@ -99,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         "object_store": store_kind,
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
-        "versions": {p: version(p) for p in (
-            "langgraph", "langgraph-checkpoint", "langgraph-checkpoint-postgres", "langgraph-pg-durable", "psycopg")},
+        "versions": {
+            p: version(p) for p in ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-postgres", "langgraph-pg-durable", "psycopg")
+        },
     }
     markdown = report.write(results, args.out)
     log(f"wrote {args.out}/results.md, results.json, w1_time_per_step.png")

@@ -46,8 +46,7 @@ def _sync(bench: Bench, threads: int, steps: int, workers: int, reps: int) -> di
             inputs = {"items": [], "step": 0}
             start = time.perf_counter()
             with ThreadPoolExecutor(workers) as pool:
-                results = list(pool.map(
-                    lambda i: app.invoke(inputs, _config(tag, i, steps), durability="sync"), range(threads)))
+                results = list(pool.map(lambda i: app.invoke(inputs, _config(tag, i, steps), durability="sync"), range(threads)))
             seconds = time.perf_counter() - start
             _check(kind, results, steps)
             return threads * steps / seconds

@@ -42,9 +42,13 @@ KINDS = ("memory", "official", "ours")
 OURS_ON_DIR = "ours_dir"
 # W1 also runs the official saver on a graph whose list is LangGraph's DeltaChannel (beta).
 OFFICIAL_DELTA = "official_delta"
-LABELS = {"memory": "InMemorySaver", "official": "official PostgresSaver", "ours": "DurablePostgresSaver",
-          OURS_ON_DIR: "DurablePostgresSaver, local-directory store",
-          OFFICIAL_DELTA: "official PostgresSaver, list in a DeltaChannel"}
+LABELS = {
+    "memory": "InMemorySaver",
+    "official": "official PostgresSaver",
+    "ours": "DurablePostgresSaver",
+    OURS_ON_DIR: "DurablePostgresSaver, local-directory store",
+    OFFICIAL_DELTA: "official PostgresSaver, list in a DeltaChannel",
+}
 OURS_SCHEMA = "langgraph_durable"
 OFFICIAL_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
 # The connection settings the official saver's from_conn_string uses; its pool needs them too.
@@ -106,9 +110,7 @@ class Bench:
             ) as saver:
                 yield lambda: saver
         else:
-            pool = AsyncConnectionPool(
-                self.dsn[kind], min_size=pool_size, max_size=pool_size, kwargs=OFFICIAL_CONN, open=False
-            )
+            pool = AsyncConnectionPool(self.dsn[kind], min_size=pool_size, max_size=pool_size, kwargs=OFFICIAL_CONN, open=False)
             await pool.open(wait=True)
             try:
                 saver = AsyncPostgresSaver(pool)

@@ -17,16 +17,18 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-WORDS = [w.strip() for w in """
+WORDS = [
+    w.strip()
+    for w in """
     the a to of and in is that for it on with as was at by this be from or are an
     step graph node state value thread checkpoint write run task channel user agent tool
     result error retry plan search answer check order ticket refund account update
-""".split()]
+""".split()
+]
 TURN_HOPS = 8  # node passes per turn: with the input and first checkpoints, 10 checkpoints a turn
 
 
-def _loop(state: type, node: Callable[[Any], dict], more: Callable[[Any], bool],
-          checkpointer: BaseCheckpointSaver) -> CompiledStateGraph:
+def _loop(state: type, node: Callable[[Any], dict], more: Callable[[Any], bool], checkpointer: BaseCheckpointSaver) -> CompiledStateGraph:
     graph = StateGraph(state)
     graph.add_node("step", node)
     graph.add_edge(START, "step")

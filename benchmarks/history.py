@@ -47,8 +47,14 @@ def run(bench: Bench, turns: int, reps: dict[str, int]) -> dict[str, Any]:
             # Plans then no longer depend on whether autovacuum happened to run during the build.
             bench.analyze(kind)
 
-        want = {"full_history": total, "first_10_limit": 10, "first_10_break": 10,
-                "filter_1pct": flagged * CHECKPOINTS_PER_TURN, "list_full": total, "list_first_10_break": 10}
+        want = {
+            "full_history": total,
+            "first_10_limit": 10,
+            "first_10_break": 10,
+            "filter_1pct": flagged * CHECKPOINTS_PER_TURN,
+            "list_full": total,
+            "list_first_10_break": 10,
+        }
         ops: dict[str, Callable[[str], Any]] = {
             "get_state": lambda k: apps[k].get_state(configs[k]),
             "full_history": lambda k: sum(1 for _ in apps[k].get_state_history(configs[k])),
@@ -68,6 +74,7 @@ def run(bench: Bench, turns: int, reps: dict[str, int]) -> dict[str, Any]:
                 if op in want and got != want[op]:
                     raise AssertionError(f"{op} on {kind}: {got} items, want {want[op]}")
                 return seconds
+
             return one
 
         out: dict[str, Any] = {k: {"build_seconds": build_seconds[k], "checkpoints": total} for k in KINDS}

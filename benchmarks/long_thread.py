@@ -51,16 +51,14 @@ def run(bench: Bench, steps: int, sample_every: int, reps: dict[str, int]) -> di
             bench.truncate(kind)
             saver = stack.enter_context(bench.saver(kind))()
             apps[kind] = app = chat(saver, steps)
-            configs[kind] = config = {"configurable": {"thread_id": f"w6-{kind}-{uuid.uuid4().hex[:8]}"},
-                                      "recursion_limit": steps + 10}
+            configs[kind] = config = {"configurable": {"thread_id": f"w6-{kind}-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
             sizes = []
             start = time.perf_counter()
             for update in app.stream({"messages": [], "step": 0}, config, durability="sync", stream_mode="updates"):
                 step = update["answer"]["step"]
                 if step % sample_every == 0:
                     sizes.append((step, bench.db_bytes(kind)))
-            out[kind] = {"build_seconds": time.perf_counter() - start, "bytes_by_step": sizes,
-                         "db_bytes": bench.db_bytes(kind)}
+            out[kind] = {"build_seconds": time.perf_counter() - start, "bytes_by_step": sizes, "db_bytes": bench.db_bytes(kind)}
             bench.analyze(kind)
             if len(app.get_state(config).values["messages"]) != steps:
                 raise AssertionError(f"long thread on {kind}: wrong number of messages")
@@ -70,10 +68,12 @@ def run(bench: Bench, steps: int, sample_every: int, reps: dict[str, int]) -> di
             "full_history": lambda k: sum(1 for _ in apps[k].get_state_history(configs[k])),
         }
         for op, op_reps in reps.items():
+
             def one(kind: str, rep: int, op: str = op) -> float:
                 start = time.perf_counter()
                 ops[op](kind)
                 return time.perf_counter() - start
+
             for kind, samples in alternate(KINDS, op_reps, one).items():
                 out[kind][op] = {"ms": summary(samples, 1e3), "seconds": samples}
     return out

@@ -25,26 +25,37 @@ def growing_state(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
 
 
 def large_value(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
-    return _run(bench, "w2", lambda kind, checkpointer, steps: graphs.large_value(checkpointer, steps),
-                {"blob": b"", "step": 0}, steps, reps, (*KINDS, OURS_ON_DIR))
+    return _run(
+        bench,
+        "w2",
+        lambda kind, checkpointer, steps: graphs.large_value(checkpointer, steps),
+        {"blob": b"", "step": 0},
+        steps,
+        reps,
+        (*KINDS, OURS_ON_DIR),
+    )
 
 
-def _run(bench: Bench, name: str, make_graph: Callable[..., Any], inputs: dict, steps: int, reps: int,
-         kinds: tuple[str, ...] = KINDS) -> dict[str, Any]:
+def _run(
+    bench: Bench, name: str, make_graph: Callable[..., Any], inputs: dict, steps: int, reps: int, kinds: tuple[str, ...] = KINDS
+) -> dict[str, Any]:
     with ExitStack() as stack:
         savers = {kind: stack.enter_context(bench.saver(kind)) for kind in kinds}
 
         def one(kind: str, rep: int, steps: int = steps) -> dict[str, Any]:
             bench.truncate(kind)
             app = make_graph(kind, savers[kind](), steps)
-            config = {"configurable": {"thread_id": f"{name}-{kind}-{rep}-{uuid.uuid4().hex[:8]}"},
-                      "recursion_limit": steps + 10}
+            config = {"configurable": {"thread_id": f"{name}-{kind}-{rep}-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
             step_seconds, total = graphs.stream_step_times(app, inputs, config)
             final = app.get_state(config).values["step"]
             if final != steps or len(step_seconds) != steps:
                 raise AssertionError(f"{name} on {kind}: {final} steps, {len(step_seconds)} updates; want {steps}")
-            return {"step_seconds": step_seconds, "total_seconds": total, "db_bytes": bench.db_bytes(kind),
-                    "object_store_bytes": bench.object_bytes(kind)}
+            return {
+                "step_seconds": step_seconds,
+                "total_seconds": total,
+                "db_bytes": bench.db_bytes(kind),
+                "object_store_bytes": bench.object_bytes(kind),
+            }
 
         for kind in kinds:
             one(kind, -1, steps=WARMUP_STEPS)

@@ -47,16 +47,19 @@ def publish(results: dict[str, Any], out: Path, repo: Path) -> Path:
     (docs / "results.json").write_text(json.dumps(results, indent=1))
     body = render(results).split("\n", 1)[1]  # the README has its own heading
     body = re.sub(r"^## ", "### ", body, flags=re.M)
-    body = body.replace("Chart: `w1_time_per_step.png` (median of the runs at each step).",
-                        "![W1: time per super-step along the thread](docs/benchmarks/w1_time_per_step.png)")
-    body = body.replace("Chart: `w6_bytes_by_length.png`.",
-                        "![W6: database bytes against thread length](docs/benchmarks/w6_bytes_by_length.png)")
+    body = body.replace(
+        "Chart: `w1_time_per_step.png` (median of the runs at each step).",
+        "![W1: time per super-step along the thread](docs/benchmarks/w1_time_per_step.png)",
+    )
+    body = body.replace(
+        "Chart: `w6_bytes_by_length.png`.", "![W6: database bytes against thread length](docs/benchmarks/w6_bytes_by_length.png)"
+    )
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     section = f"{README_START}\nRun of {stamp}; raw figures in `docs/benchmarks/results.json`.\n{body.strip()}\n{README_END}"
     readme = repo / "README.md"
     text = readme.read_text()
     if README_START in text:
-        text = text[: text.index(README_START)] + section + text[text.index(README_END) + len(README_END):]
+        text = text[: text.index(README_START)] + section + text[text.index(README_END) + len(README_END) :]
     else:
         raise ValueError(f"{readme} has no {README_START!r} marker to publish into")
     readme.write_text(text)
@@ -107,13 +110,16 @@ def render(r: dict[str, Any]) -> str:
         f"({meta['server_kind']} server, settings as the tests use them), {meta['cpus']} CPUs, "
         f"Python {meta['python']}, " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ". "
         f"Object store of DurablePostgresSaver: {meta.get('object_store', 'none')}.",
-        "Every graph runs with `durability=\"sync\"`. Savers alternate run by run (the order rotates "
+        'Every graph runs with `durability="sync"`. Savers alternate run by run (the order rotates '
         "each repetition). Cells read: median (interquartile range; p99).",
         "",
     ]
     if meta["mode"] == "quick":
-        lines += ["*Quick mode: workloads are cut down to check that every saver completes them; "
-                  "the figures are not representative and the targets are not judged.*", ""]
+        lines += [
+            "*Quick mode: workloads are cut down to check that every saver completes them; "
+            "the figures are not representative and the targets are not judged.*",
+            "",
+        ]
     lines += _targets(r, judged=meta["mode"] == "full")
     lines += _w1(r["w1"], meta["scale"]) + _w2(r["w2"], meta["scale"]) + _w3(r["w3"], meta["scale"])
     lines += _w4(r["w4"], meta["scale"]) + _w5(r["w5"], meta["scale"]) + _w6(r["w6"], meta["scale"])
@@ -129,78 +135,170 @@ def _targets(r: dict[str, Any], judged: bool) -> list[str]:
     w1 = {k: r["w1"][k]["per_step_ms"]["median"] for k in KINDS}
     over = {k: w1[k] - w1["memory"] for k in ("official", "ours")}
     ratio = over["ours"] / over["official"]
-    add("W1 overhead above InMemorySaver, ms per super-step", _num(over["official"]), _num(over["ours"]),
-        f"ours / official = {ratio:.2f}", "≤ 0.5", ratio <= 0.5)
+    add(
+        "W1 overhead above InMemorySaver, ms per super-step",
+        _num(over["official"]),
+        _num(over["ours"]),
+        f"ours / official = {ratio:.2f}",
+        "≤ 0.5",
+        ratio <= 0.5,
+    )
 
     w1_bytes = {k: r["w1"][k]["db_bytes"] for k in ("official", "ours")}
-    add("W1 database bytes after 200 steps", _mb(w1_bytes["official"]), _mb(w1_bytes["ours"]),
-        f"ours / official = 1/{w1_bytes['official'] / w1_bytes['ours']:.1f}", "≤ 1/15",
-        w1_bytes["ours"] * 15 <= w1_bytes["official"])
+    add(
+        "W1 database bytes after 200 steps",
+        _mb(w1_bytes["official"]),
+        _mb(w1_bytes["ours"]),
+        f"ours / official = 1/{w1_bytes['official'] / w1_bytes['ours']:.1f}",
+        "≤ 1/15",
+        w1_bytes["ours"] * 15 <= w1_bytes["official"],
+    )
     if OFFICIAL_DELTA in r["w1"]:
         delta_bytes = r["w1"][OFFICIAL_DELTA]["db_bytes"]
-        add("W1 database bytes, official saver with the list in a DeltaChannel", _mb(delta_bytes),
-            _mb(w1_bytes["ours"]), f"ours / DeltaChannel = {w1_bytes['ours'] / delta_bytes:.2f}", "≤ 1",
-            w1_bytes["ours"] <= delta_bytes)
-    add("W1 ms per super-step", _num(w1["official"]), _num(w1["ours"]),
-        f"ours / official = {w1['ours'] / w1['official']:.2f}", "≤ 1", w1["ours"] <= w1["official"])
+        add(
+            "W1 database bytes, official saver with the list in a DeltaChannel",
+            _mb(delta_bytes),
+            _mb(w1_bytes["ours"]),
+            f"ours / DeltaChannel = {w1_bytes['ours'] / delta_bytes:.2f}",
+            "≤ 1",
+            w1_bytes["ours"] <= delta_bytes,
+        )
+    add(
+        "W1 ms per super-step",
+        _num(w1["official"]),
+        _num(w1["ours"]),
+        f"ours / official = {w1['ours'] / w1['official']:.2f}",
+        "≤ 1",
+        w1["ours"] <= w1["official"],
+    )
     w6 = r["w6"]
     w6_bytes = {k: w6[k]["db_bytes"] for k in ("official", "ours")}
-    add(f"W6 database bytes, {r['meta']['scale']['w6_steps']:,}-step chat", _mb(w6_bytes["official"]),
-        _mb(w6_bytes["ours"]), f"ours / official = 1/{w6_bytes['official'] / w6_bytes['ours']:.1f}", "(measured)", True)
+    add(
+        f"W6 database bytes, {r['meta']['scale']['w6_steps']:,}-step chat",
+        _mb(w6_bytes["official"]),
+        _mb(w6_bytes["ours"]),
+        f"ours / official = 1/{w6_bytes['official'] / w6_bytes['ours']:.1f}",
+        "(measured)",
+        True,
+    )
     w6_ms = {op: {k: w6[k][op]["ms"]["median"] for k in KINDS} for op in ("get_state", "full_history")}
     ratio = w6_ms["get_state"]["ours"] / w6_ms["get_state"]["official"]
-    add("W6 get_state, ms", _num(w6_ms["get_state"]["official"]), _num(w6_ms["get_state"]["ours"]),
-        f"ours / official = {ratio:.2f}", "≤ 1.2", ratio <= 1.2)
+    add(
+        "W6 get_state, ms",
+        _num(w6_ms["get_state"]["official"]),
+        _num(w6_ms["get_state"]["ours"]),
+        f"ours / official = {ratio:.2f}",
+        "≤ 1.2",
+        ratio <= 1.2,
+    )
     speedup = w6_ms["full_history"]["official"] / w6_ms["full_history"]["ours"]
-    add("W6 full get_state_history, ms", _num(w6_ms["full_history"]["official"]),
-        _num(w6_ms["full_history"]["ours"]), f"{speedup:.1f}x faster", "≥ 5x faster", speedup >= 5,
-        f"{w6_ms['full_history']['official'] / w6_ms['full_history']['memory']:.1f}x")
+    add(
+        "W6 full get_state_history, ms",
+        _num(w6_ms["full_history"]["official"]),
+        _num(w6_ms["full_history"]["ours"]),
+        f"{speedup:.1f}x faster",
+        "≥ 5x faster",
+        speedup >= 5,
+        f"{w6_ms['full_history']['official'] / w6_ms['full_history']['memory']:.1f}x",
+    )
 
     w2 = r["w2"]
     pg = {k: w2[k]["db_bytes"] for k in ("official", "ours")}
     total_ours = pg["ours"] + (w2["ours"].get("object_store_bytes") or 0)
-    add("W2 PostgreSQL bytes after the run", _mb(pg["official"]), _mb(pg["ours"]),
-        f"ours / official = {pg['ours'] / pg['official']:.3f}", "≤ 0.02", pg["ours"] / pg["official"] <= 0.02)
-    add("W2 PostgreSQL + object-store bytes", _mb(pg["official"]), _mb(total_ours),
-        f"ours / official = {total_ours / pg['official']:.2f}", "≤ 0.55", total_ours / pg["official"] <= 0.55)
+    add(
+        "W2 PostgreSQL bytes after the run",
+        _mb(pg["official"]),
+        _mb(pg["ours"]),
+        f"ours / official = {pg['ours'] / pg['official']:.3f}",
+        "≤ 0.02",
+        pg["ours"] / pg["official"] <= 0.02,
+    )
+    add(
+        "W2 PostgreSQL + object-store bytes",
+        _mb(pg["official"]),
+        _mb(total_ours),
+        f"ours / official = {total_ours / pg['official']:.2f}",
+        "≤ 0.55",
+        total_ours / pg["official"] <= 0.55,
+    )
     step = {k: w2[k]["per_step_ms"]["median"] for k in ("official", "ours")}
-    add("W2 ms per super-step (2 MB value)", _num(step["official"]), _num(step["ours"]),
-        f"ours / official = {step['ours'] / step['official']:.2f}", "≤ 1.0 (no slower)",
-        step["ours"] <= step["official"])
+    add(
+        "W2 ms per super-step (2 MB value)",
+        _num(step["official"]),
+        _num(step["ours"]),
+        f"ours / official = {step['ours'] / step['official']:.2f}",
+        "≤ 1.0 (no slower)",
+        step["ours"] <= step["official"],
+    )
     if OURS_ON_DIR in w2:
         on_dir = w2[OURS_ON_DIR]["per_step_ms"]["median"]
-        add("W2 ms per super-step, local-directory store", _num(step["official"]), _num(on_dir),
-            f"ours / official = {on_dir / step['official']:.2f}", "≤ 1.0 (no slower)", on_dir <= step["official"])
+        add(
+            "W2 ms per super-step, local-directory store",
+            _num(step["official"]),
+            _num(on_dir),
+            f"ours / official = {on_dir / step['official']:.2f}",
+            "≤ 1.0 (no slower)",
+            on_dir <= step["official"],
+        )
 
     w3 = {op: {k: r["w3"][k][op]["ms"]["median"] for k in KINDS} for op in W3_OPS}
     for op, goal in (("full_history", 5), ("first_10_break", 20), ("list_first_10_break", 20)):
         speedup = w3[op]["official"] / w3[op]["ours"]
-        add(f"W3 {W3_OPS[op]}, ms", _num(w3[op]["official"]), _num(w3[op]["ours"]),
-            f"{speedup:.1f}x faster", f"≥ {goal}x faster", speedup >= goal,
-            f"{w3[op]['official'] / w3[op]['memory']:.1f}x")
+        add(
+            f"W3 {W3_OPS[op]}, ms",
+            _num(w3[op]["official"]),
+            _num(w3[op]["ours"]),
+            f"{speedup:.1f}x faster",
+            f"≥ {goal}x faster",
+            speedup >= goal,
+            f"{w3[op]['official'] / w3[op]['memory']:.1f}x",
+        )
     ratio = w3["get_state"]["ours"] / w3["get_state"]["official"]
-    add("W3 get_state, ms", _num(w3["get_state"]["official"]), _num(w3["get_state"]["ours"]),
-        f"ours / official = {ratio:.2f}", "≤ 1.0 (no slower)", ratio <= 1.0)
+    add(
+        "W3 get_state, ms",
+        _num(w3["get_state"]["official"]),
+        _num(w3["get_state"]["ours"]),
+        f"ours / official = {ratio:.2f}",
+        "≤ 1.0 (no slower)",
+        ratio <= 1.0,
+    )
 
     for mode in ("sync", "async"):
         tput = {k: percentile(r["w4"][k][mode], 50) for k in ("official", "ours")}
         gain = tput["ours"] / tput["official"]
         memory = percentile(r["w4"]["memory"][mode], 50)
-        add(f"W4 steps/s, one shared saver, {mode}", _num(tput["official"]), _num(tput["ours"]),
-            f"{gain:.2f}x", "≥ 2x", gain >= 2, f"{memory / tput['official']:.2f}x")
+        add(
+            f"W4 steps/s, one shared saver, {mode}",
+            _num(tput["official"]),
+            _num(tput["ours"]),
+            f"{gain:.2f}x",
+            "≥ 2x",
+            gain >= 2,
+            f"{memory / tput['official']:.2f}x",
+        )
 
     for mode in ("sync", "async"):
-        cells = {k: " / ".join(_trips(r["w5"][f"{k} {mode}"], c) for c in ("put", "put_writes", "get_tuple"))
-                 for k in ("official", "ours")}
+        cells = {k: " / ".join(_trips(r["w5"][f"{k} {mode}"], c) for c in ("put", "put_writes", "get_tuple")) for k in ("official", "ours")}
         ours = r["w5"][f"ours {mode}"]
         ok = all(ours[c]["round_trips"] == [1] for c in ("put", "put_writes", "get_tuple"))
-        add(f"W5 round trips per put / put_writes / get_tuple, {mode}", cells["official"], cells["ours"],
-            "every call counted", "exactly 1 each", ok)
+        add(
+            f"W5 round trips per put / put_writes / get_tuple, {mode}",
+            cells["official"],
+            cells["ours"],
+            "every call counted",
+            "exactly 1 each",
+            ok,
+        )
     head = ["target (ours vs official, same run)", "official", "ours", "measure", "goal", "ceiling", "result"]
-    return ["## Targets", "", *_table(head, rows),
-            "Ceiling: the ratio InMemorySaver reaches against the official saver in the same run, "
-            "the best any saver could do, since the graph's own work (LangGraph, serialization, the "
-            "GIL) stays. A goal beyond its ceiling cannot be met on this machine by the saver alone.", ""]
+    return [
+        "## Targets",
+        "",
+        *_table(head, rows),
+        "Ceiling: the ratio InMemorySaver reaches against the official saver in the same run, "
+        "the best any saver could do, since the graph's own work (LangGraph, serialization, the "
+        "GIL) stays. A goal beyond its ceiling cannot be met on this machine by the saver alone.",
+        "",
+    ]
 
 
 def _trips(figures: dict[str, Any], call: str) -> str:
@@ -221,21 +319,28 @@ def _per_step_table(w: dict[str, Any], extra: list[str], extra_cells: Any) -> li
 
 
 def _w1(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
-    return [f"## W1 growing state: {scale['w1_steps']} super-steps, one thread, +1 KB a step "
-            f"(runs per saver: {scale['w1_reps']})", "",
-            *_per_step_table(w, [], lambda k: []),
-            "The last row is the official saver on the same graph with its list declared as LangGraph's "
-            "`DeltaChannel` (beta, default `snapshot_frequency`): delta storage that the user opts into "
-            "by changing the state schema.", "",
-            "Chart: `w1_time_per_step.png` (median of the runs at each step).", ""]
+    return [
+        f"## W1 growing state: {scale['w1_steps']} super-steps, one thread, +1 KB a step (runs per saver: {scale['w1_reps']})",
+        "",
+        *_per_step_table(w, [], lambda k: []),
+        "The last row is the official saver on the same graph with its list declared as LangGraph's "
+        "`DeltaChannel` (beta, default `snapshot_frequency`): delta storage that the user opts into "
+        "by changing the state schema.",
+        "",
+        "Chart: `w1_time_per_step.png` (median of the runs at each step).",
+        "",
+    ]
 
 
 def _w2(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
-    return [f"## W2 large value: {scale['w2_steps']} super-steps, a new 2 MB random value each step "
-            f"(runs per saver: {scale['w2_reps']})", "",
-            *_per_step_table(w, ["object-store bytes"], lambda k: [_mb(w[k].get("object_store_bytes"))]),
-            "DurablePostgresSaver offloads values past 1 MiB to the object store named above, and "
-            "in the last row to a local directory; the others keep every value in PostgreSQL.", ""]
+    return [
+        f"## W2 large value: {scale['w2_steps']} super-steps, a new 2 MB random value each step (runs per saver: {scale['w2_reps']})",
+        "",
+        *_per_step_table(w, ["object-store bytes"], lambda k: [_mb(w[k].get("object_store_bytes"))]),
+        "DurablePostgresSaver offloads values past 1 MiB to the object store named above, and "
+        "in the last row to a local directory; the others keep every value in PostgreSQL.",
+        "",
+    ]
 
 
 def _w3(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
@@ -246,13 +351,16 @@ def _w3(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
         rows.append([label, ms["ours"]["n"], *(_cell(ms[k]) for k in KINDS), f"{speedup:.1f}x"])
     build = " / ".join(f"{LABELS[k]} {w[k]['build_seconds']:.1f} s" for k in KINDS)
     head = ["operation (ms)", "reps", *(LABELS[k] for k in KINDS), "ours faster than official by"]
-    return [f"## W3 long history: one thread of {w['ours']['checkpoints']:,} checkpoints "
-            f"({scale['w3_turns']} turns of 10)", "",
-            *_table(head, rows),
-            f"Building the thread took {build}; the tables were then ANALYZEd. LangGraph's `get_state_history` drains "
-            "`checkpointer.list()` into a list before yielding its first snapshot, so breaking "
-            "out early saves the snapshots, not the reads; the `checkpointer.list` rows show the "
-            "saver alone.", ""]
+    return [
+        f"## W3 long history: one thread of {w['ours']['checkpoints']:,} checkpoints ({scale['w3_turns']} turns of 10)",
+        "",
+        *_table(head, rows),
+        f"Building the thread took {build}; the tables were then ANALYZEd. LangGraph's `get_state_history` drains "
+        "`checkpointer.list()` into a list before yielding its first snapshot, so breaking "
+        "out early saves the snapshots, not the reads; the `checkpointer.list` rows show the "
+        "saver alone.",
+        "",
+    ]
 
 
 def _w4(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
@@ -265,10 +373,14 @@ def _w4(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
             cells += [f"{_num(percentile(runs, 50))} ({_num(min(runs))}–{_num(max(runs))})", f"{gain:.2f}x"]
         rows.append([LABELS[k], *cells])
     head = ["saver", "sync steps/s (min–max)", "sync vs official", "async steps/s (min–max)", "async vs official"]
-    return [f"## W4 concurrency: {scale['w4_threads']} threads x {scale['w4_steps']} super-steps, "
-            f"{scale['w4_workers']} workers on one saver instance (runs per saver: {scale['w4_reps']})", "",
-            "Both Postgres savers get a pool of one connection per worker. Sync: ThreadPoolExecutor; "
-            "async: asyncio.gather under a semaphore.", "", *_table(head, rows)]
+    return [
+        f"## W4 concurrency: {scale['w4_threads']} threads x {scale['w4_steps']} super-steps, "
+        f"{scale['w4_workers']} workers on one saver instance (runs per saver: {scale['w4_reps']})",
+        "",
+        "Both Postgres savers get a pool of one connection per worker. Sync: ThreadPoolExecutor; async: asyncio.gather under a semaphore.",
+        "",
+        *_table(head, rows),
+    ]
 
 
 def _w5(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
@@ -277,15 +389,19 @@ def _w5(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
         calls = []
         for call in ("put", "put_writes", "get_tuple"):
             c = f.get(call)
-            calls.append("n/a" if c is None else
-                         f"{_span(c['round_trips'])} trip, {_span(c['statements'])} stmt ({c['calls']} calls)")
+            calls.append("n/a" if c is None else f"{_span(c['round_trips'])} trip, {_span(c['statements'])} stmt ({c['calls']} calls)")
         rows.append([name, f"{f['round_trips_per_step']:.2f}", f"{f['statements_per_step']:.2f}", *calls])
     head = ["saver", "round trips per super-step", "statements per super-step", "put", "put_writes", "get_tuple"]
-    return [f"## W5 round trips: {scale['w5_steps']} super-steps on one connection through a counting proxy", "",
-            "A round trip is a request sent after the server last answered (psycopg's trailing "
-            "Sync/Flush messages do not start one; the tests' raw flight count is in results.json). "
-            "Statements are the Execute and Query messages the client sends (an executemany of n rows "
-            "is n). Per-call columns give the range seen over every call.", "", *_table(head, rows)]
+    return [
+        f"## W5 round trips: {scale['w5_steps']} super-steps on one connection through a counting proxy",
+        "",
+        "A round trip is a request sent after the server last answered (psycopg's trailing "
+        "Sync/Flush messages do not start one; the tests' raw flight count is in results.json). "
+        "Statements are the Execute and Query messages the client sends (an executemany of n rows "
+        "is n). Per-call columns give the range seen over every call.",
+        "",
+        *_table(head, rows),
+    ]
 
 
 def _w6(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
@@ -294,8 +410,13 @@ def _w6(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
         cells = [_cell(w[k][op]["ms"]) for op in ("get_state", "full_history")]
         rows.append([LABELS[k], _mb(w[k]["db_bytes"]), f"{w[k]['build_seconds']:.1f}", *cells])
     head = ["saver", "database bytes", "build, s", "get_state, ms", "full get_state_history, ms"]
-    return [f"## W6 long chat thread: {scale['w6_steps']:,} super-steps, one `add_messages` message "
-            "(~300 characters) each", "", *_table(head, rows), "Chart: `w6_bytes_by_length.png`.", ""]
+    return [
+        f"## W6 long chat thread: {scale['w6_steps']:,} super-steps, one `add_messages` message (~300 characters) each",
+        "",
+        *_table(head, rows),
+        "Chart: `w6_bytes_by_length.png`.",
+        "",
+    ]
 
 
 def _span(values: list[int]) -> str:
@@ -311,8 +432,13 @@ def chart(w1: dict[str, Any], path: Path) -> None:
         runs = [run["step_seconds"] for run in w1[k]["runs"]]
         per_step = [percentile([run[i] for run in runs], 50) * 1e3 for i in range(len(runs[0]))]
         lines[LABELS[k]] = (range(1, len(per_step) + 1), per_step)
-    _plot(lines, path, title="W1 growing state: time per super-step along one thread",
-          xlabel="super-step (the list channel grows ~1 KB a step)", ylabel="ms per super-step (median of runs)")
+    _plot(
+        lines,
+        path,
+        title="W1 growing state: time per super-step along one thread",
+        xlabel="super-step (the list channel grows ~1 KB a step)",
+        ylabel="ms per super-step (median of runs)",
+    )
 
 
 def bytes_chart(w6: dict[str, Any], path: Path) -> None:
@@ -320,13 +446,17 @@ def bytes_chart(w6: dict[str, Any], path: Path) -> None:
     for k in ("official", "ours"):
         steps, sizes = zip(*w6[k]["bytes_by_step"]) if w6[k]["bytes_by_step"] else ((), ())
         lines[LABELS[k]] = (steps, [b / 1e6 for b in sizes])
-    _plot(lines, path, title="W6: database bytes against thread length", marker="o",
-          xlabel="super-steps (one ~300-character message each)",
-          ylabel="database bytes, MB (every table the saver owns)")
+    _plot(
+        lines,
+        path,
+        title="W6: database bytes against thread length",
+        marker="o",
+        xlabel="super-steps (one ~300-character message each)",
+        ylabel="database bytes, MB (every table the saver owns)",
+    )
 
 
-def _plot(lines: dict[str, tuple[Any, Any]], path: Path, *, title: str, xlabel: str, ylabel: str,
-          marker: str | None = None) -> None:
+def _plot(lines: dict[str, tuple[Any, Any]], path: Path, *, title: str, xlabel: str, ylabel: str, marker: str | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")

@@ -48,7 +48,7 @@ class _Frontend:
                 continue
             need = 5 if self.started else 8
             taken = min(need - len(self.header), len(view) - pos)
-            self.header += view[pos:pos + taken]
+            self.header += view[pos : pos + taken]
             pos += taken
             if len(self.header) < need:
                 break
@@ -158,13 +158,20 @@ def _count_async(saver: Any, proxy: WireCounter, log: dict[str, list]) -> None:
 
 
 def _summary(log: dict[str, list], total: tuple[int, ...], steps: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"round_trips_per_step": total[0] / steps, "statements_per_step": total[1] / steps,
-                           "raw_proxy_flights_per_step": total[2] / steps}
+    out: dict[str, Any] = {
+        "round_trips_per_step": total[0] / steps,
+        "statements_per_step": total[1] / steps,
+        "raw_proxy_flights_per_step": total[2] / steps,
+    }
     for name, counts in log.items():
         if counts:
             trips, statements, flights = zip(*counts)
-            out[name] = {"calls": len(counts), "round_trips": sorted(set(trips)),
-                         "statements": sorted(set(statements)), "raw_proxy_flights": sorted(set(flights))}
+            out[name] = {
+                "calls": len(counts),
+                "round_trips": sorted(set(trips)),
+                "statements": sorted(set(statements)),
+                "raw_proxy_flights": sorted(set(flights)),
+            }
     return out
 
 

@@ -19,8 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("version", help="print the package version and its schema version")
     setup = commands.add_parser("setup", help="create or upgrade the saver's schema")
-    setup.add_argument("--dsn", default=os.environ.get("DATABASE_URL"),
-                       help="PostgreSQL connection string (default: $DATABASE_URL)")
+    setup.add_argument("--dsn", default=os.environ.get("DATABASE_URL"), help="PostgreSQL connection string (default: $DATABASE_URL)")
     setup.add_argument("--schema", default=DEFAULT_SCHEMA, help="schema name (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.command == "version":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+
 # end
 # sync:
 # import threading
@@ -64,6 +65,7 @@ class AsyncDurablePostgresSaver(SaverCore):
     `AsyncConnection` (calls are serialized on it). Its sync methods work from
     other threads while its event loop runs, as LangGraph's sync APIs need.
     """
+
     # end
     # sync:
     # """A LangGraph checkpointer on PostgreSQL, for `graph.invoke` / `graph.stream`.
@@ -96,11 +98,20 @@ class AsyncDurablePostgresSaver(SaverCore):
     ) -> None:
         """A saver on `conn`; every keyword is described in `SaverCore.__init__` (ops.py)."""
         super().__init__(
-            schema=schema, serde=serde, retry=retry,
-            object_store=object_store, object_store_options=object_store_options,
-            offload_threshold=offload_threshold, object_prefix=object_prefix, object_cache_bytes=object_cache_bytes,
-            object_reuse_window=object_reuse_window, snapshot_every=snapshot_every, list_min_bytes=list_min_bytes,
-            list_cache_bytes=list_cache_bytes, allowed_types=allowed_types, accept_plaintext=accept_plaintext,
+            schema=schema,
+            serde=serde,
+            retry=retry,
+            object_store=object_store,
+            object_store_options=object_store_options,
+            offload_threshold=offload_threshold,
+            object_prefix=object_prefix,
+            object_cache_bytes=object_cache_bytes,
+            object_reuse_window=object_reuse_window,
+            snapshot_every=snapshot_every,
+            list_min_bytes=list_min_bytes,
+            list_cache_bytes=list_cache_bytes,
+            allowed_types=allowed_types,
+            accept_plaintext=accept_plaintext,
         )
         self._writes_in_flight = AsyncWritesInFlight()
         self.conn = conn
@@ -156,11 +167,21 @@ class AsyncDurablePostgresSaver(SaverCore):
         await pool.open(wait=True, timeout=timeout)
         try:
             yield cls(
-                pool, schema=schema, serde=serde, retry=retry,
-                object_store=object_store, object_store_options=object_store_options,
-                offload_threshold=offload_threshold, object_prefix=object_prefix, object_cache_bytes=object_cache_bytes,
-                object_reuse_window=object_reuse_window, snapshot_every=snapshot_every, list_min_bytes=list_min_bytes,
-                list_cache_bytes=list_cache_bytes, allowed_types=allowed_types, accept_plaintext=accept_plaintext,
+                pool,
+                schema=schema,
+                serde=serde,
+                retry=retry,
+                object_store=object_store,
+                object_store_options=object_store_options,
+                offload_threshold=offload_threshold,
+                object_prefix=object_prefix,
+                object_cache_bytes=object_cache_bytes,
+                object_reuse_window=object_reuse_window,
+                snapshot_every=snapshot_every,
+                list_min_bytes=list_min_bytes,
+                list_cache_bytes=list_cache_bytes,
+                allowed_types=allowed_types,
+                accept_plaintext=accept_plaintext,
             )
         finally:
             await pool.close()
@@ -336,9 +357,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         finally:
             self._writes_in_flight.end(key)
 
-    async def aget_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
+    async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
         """The writes and seed value each DeltaChannel replays, read along the parent chain in a
         few statements rather than one get_tuple per ancestor."""
         return await self._run(self._delta_history_plan(config, channels))
@@ -459,9 +478,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         """`adelete_thread`, from a thread other than the saver's event loop."""
         return self._on_loop(self.adelete_thread(thread_id))
 
-    def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
+    def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
         """`aget_delta_channel_history`, from a thread other than the saver's event loop."""
         return self._on_loop(self.aget_delta_channel_history(config=config, channels=channels))
 
@@ -480,4 +497,5 @@ class AsyncDurablePostgresSaver(SaverCore):
     def gc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
         """`agc`, from a thread other than the saver's event loop."""
         return self._on_loop(self.agc(grace_period=grace_period))
+
     # end

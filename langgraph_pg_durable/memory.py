@@ -18,6 +18,7 @@ from .core.lists import ListState, Location, RawItems
 
 DEFAULT_ITEM_CACHE_BYTES = 64 << 20
 
+
 class ListMemory:
     """Recent list versions stored or read, and which version of each channel recent
     checkpoints hold. Bounded; it only saves work: without it a put writes a snapshot.
@@ -60,8 +61,7 @@ class ListMemory:
             version = self._held.get((thread_id, ns, parent_id), {}).get(channel)
             return None if version is None else self._states.get((thread_id, ns, channel, version))
 
-    def offer(self, thread_id: str, ns: str, checkpoint_id: str, channel: str,
-              offered: Sequence[tuple[bytes, Location]]) -> None:
+    def offer(self, thread_id: str, ns: str, checkpoint_id: str, channel: str, offered: Sequence[tuple[bytes, Location]]) -> None:
         """Record items a pending write of a checkpoint stored, for its child's delta."""
         with self._lock:
             key = (thread_id, ns, checkpoint_id, channel)
@@ -98,9 +98,7 @@ class ListMemory:
                 self._locations -= len(old.locations)
             self._states[key] = state
             self._locations += len(state.locations)
-            while len(self._states) > 1 and (
-                len(self._states) > self._max_states or self._locations > self._max_locations
-            ):
+            while len(self._states) > 1 and (len(self._states) > self._max_states or self._locations > self._max_locations):
                 _, gone = self._states.popitem(last=False)
                 self._locations -= len(gone.locations)
 
@@ -155,7 +153,7 @@ class ItemCache:
             if not groups:
                 return {}
             self._threads.move_to_end((thread_id, ns))
-            keys = list(groups)[-self.max_keys_per_read:]
+            keys = list(groups)[-self.max_keys_per_read :]
             return {key: groups[key] for key in keys}
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 # async:
 import asyncio
 from contextlib import nullcontext
+
 # end
 # sync:
 # import threading

@@ -95,8 +95,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         """
         # Without a serde, LangGraph's strict msgpack allowlist (plus allowed_types): a
         # stored row never imports or calls anything else (see safe_serde.py).
-        super().__init__(serde=with_allowed_types(serde, allowed_types) if serde is not None
-                         else default_serializer(allowed_types))
+        super().__init__(serde=with_allowed_types(serde, allowed_types) if serde is not None else default_serializer(allowed_types))
         # With an encrypting serde, rows that are not encrypted are refused unless asked for.
         self.accept_plaintext = accept_plaintext
         if accept_plaintext:
@@ -111,8 +110,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         self.items = ItemCache(list_cache_bytes)
         store = open_store(object_store, object_store_options)
         self.objects = (
-            self._object_storage(store, cache_bytes=object_cache_bytes, reuse_window=object_reuse_window)
-            if store is not None else None
+            self._object_storage(store, cache_bytes=object_cache_bytes, reuse_window=object_reuse_window) if store is not None else None
         )
         # One prefix per schema by default; gc() collects only keys of its own prefix's shape,
         # so a saver whose prefix lies below another's keeps its objects.
@@ -171,14 +169,21 @@ class SaverCore(BaseCheckpointSaver[str]):
             versions = checkpoint["channel_versions"]
             new_versions = {**new_versions, **{ch: versions[ch] for ch in checkpoint["channel_values"] if ch in versions}}
         built = encode.put_params(
-            self.codec, config, checkpoint, metadata, new_versions, self.placement, self.lists,
-            self.memory if use_memory else None, use_offers=use_offers and use_memory,
+            self.codec,
+            config,
+            checkpoint,
+            metadata,
+            new_versions,
+            self.placement,
+            self.lists,
+            self.memory if use_memory else None,
+            use_offers=use_offers and use_memory,
         )
         params, next_config, uploads, states = built.params, built.config, built.uploads, built.states
         used_offers = bool(params["base_item_channels"])
         where = f"put of checkpoint {shown(params['checkpoint_id'])} on thread {shown(params['thread_id'])}"
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
-        groups = encode.inline_item_groups(params)
+        groups = built.item_groups
 
         def stored(fetched: Sequence[Any]) -> RunnableConfig | None:
             if not fetched:
@@ -204,21 +209,17 @@ class SaverCore(BaseCheckpointSaver[str]):
         for channel, state in states:
             self.memory.remember(thread_id, ns, channel, state)
 
-    def _put_writes_plan(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
-    ) -> Plan[None]:
+    def _put_writes_plan(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str) -> Plan[None]:
         """put_writes: one statement, or two when a task that already has writes at the
         checkpoint (a re-run, a retry) sends writes that could share a row."""
         if not writes:
             parse_config(config, need_checkpoint_id=True)
             return
-        built = encode.put_writes_params(
-            self.codec, config, writes, task_id, task_path, self.placement, self.lists, self.memory
-        )
+        built = encode.put_writes_params(self.codec, config, writes, task_id, task_path, self.placement, self.lists, self.memory)
         params = built.params
         where = f"put_writes of task {shown(task_id)} on thread {shown(params['thread_id'])}"
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
-        groups = encode.inline_item_groups(params) if built.has_items else {}
+        groups = built.item_groups
         # Offered now: the child's put waits for these writes (see inflight.py), and one
         # that uses items not committed after all finds them missing and stores its own.
         for channel, offered in built.offers:
@@ -319,8 +320,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         if wanted and self.objects is None:
             ref, where = wanted[0]
             raise ConfigError(
-                f"{where}: the value is stored in an object store (key {shown(ref.key)}), "
-                "but this saver has no object_store configured"
+                f"{where}: the value is stored in an object store (key {shown(ref.key)}), but this saver has no object_store configured"
             )
         memo = query.memo or {}
         prefix = self.placement.prefix
@@ -351,8 +351,7 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _delete_threads_query(self, thread_ids: Sequence[str]) -> Query[None]:
         ids = [id_text(t, "thread_id") for t in thread_ids]
-        return Query(f"delete of threads {shown(ids)}", self.sql.delete_threads, {"thread_ids": ids},
-                     locks=self._locks(ids))
+        return Query(f"delete of threads {shown(ids)}", self.sql.delete_threads, {"thread_ids": ids}, locks=self._locks(ids))
 
     def _run_lanes_query(self, ids: Sequence[str]) -> Query[set[tuple[str, str, str]]]:
         """delete_for_runs, second: the runs' checkpoints that surviving DeltaChannel ones replay."""
@@ -360,23 +359,28 @@ class SaverCore(BaseCheckpointSaver[str]):
             f"delete_for_runs {shown(ids)}",
             self.sql.run_lanes,
             {"run_ids": ids},
-            lambda fetched: replay_ancestors([
-                # The channels a checkpoint holds: values rows, and scalars in its own JSON.
-                (r[RunLane.THREAD_ID], r[RunLane.CHECKPOINT_NS], r[RunLane.CHECKPOINT_ID], r[RunLane.PARENT_CHECKPOINT_ID],
-                 r[RunLane.DOOMED], [*r[RunLane.VALUE_CHANNELS], *(load_json(r[RunLane.INLINE_VALUES]) or ())],
-                 load_json(r[RunLane.DELTA_COUNTERS]))
-                for r in fetched
-            ]),
+            lambda fetched: replay_ancestors(
+                [
+                    # The channels a checkpoint holds: values rows, and scalars in its own JSON.
+                    (
+                        r[RunLane.THREAD_ID],
+                        r[RunLane.CHECKPOINT_NS],
+                        r[RunLane.CHECKPOINT_ID],
+                        r[RunLane.PARENT_CHECKPOINT_ID],
+                        r[RunLane.DOOMED],
+                        [*r[RunLane.VALUE_CHANNELS], *(load_json(r[RunLane.INLINE_VALUES]) or ())],
+                        load_json(r[RunLane.DELTA_COUNTERS]),
+                    )
+                    for r in fetched
+                ]
+            ),
         )
 
     def _run_threads_query(self, ids: Sequence[str]) -> Query[list[str]]:
         """delete_for_runs, first: the threads the runs wrote to (their writer locks)."""
-        return Query(f"delete_for_runs {shown(ids)}", self.sql.run_threads, {"run_ids": ids},
-                     lambda fetched: [r[0] for r in fetched])
+        return Query(f"delete_for_runs {shown(ids)}", self.sql.run_threads, {"run_ids": ids}, lambda fetched: [r[0] for r in fetched])
 
-    def _delete_for_runs_query(
-        self, ids: Sequence[str], keep: set[tuple[str, str, str]], threads: Sequence[str]
-    ) -> Query[None]:
+    def _delete_for_runs_query(self, ids: Sequence[str], keep: set[tuple[str, str, str]], threads: Sequence[str]) -> Query[None]:
         params = {"run_ids": ids, **_keep_params(keep)}
         return Query(f"delete_for_runs {shown(ids)}", self.sql.delete_for_runs, params, locks=self._locks(threads))
 
@@ -402,9 +406,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             locks=self._locks([source, target]),
         )
 
-    def _prune_query(
-        self, thread_ids: Sequence[str], strategy: str, keep: Sequence[CheckpointRow] = ()
-    ) -> Query[None]:
+    def _prune_query(self, thread_ids: Sequence[str], strategy: str, keep: Sequence[CheckpointRow] = ()) -> Query[None]:
         if strategy not in PRUNE_STRATEGIES:
             raise ConfigError(f"unknown prune strategy {shown(strategy)}; use one of {PRUNE_STRATEGIES}")
         if strategy == "delete":
@@ -425,8 +427,13 @@ class SaverCore(BaseCheckpointSaver[str]):
     # -- plans: the operations of several statements --------------------------------------
 
     def _put_plan(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-        new_versions: ChannelVersions, *, parent_writes_done: bool,
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        *,
+        parent_writes_done: bool,
     ) -> Plan[RunnableConfig]:
         """put: one statement, sent again relying on less when what it relied on is missing."""
         query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=parent_writes_done)

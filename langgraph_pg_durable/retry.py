@@ -75,7 +75,8 @@ class Attempts:
             if isinstance(exc, psycopg.Error) and exc.sqlstate is not None:
                 raise StatementError(
                     f"{self.operation} failed: the database refused it with SQLSTATE {exc.sqlstate} "
-                    f"({type(exc).__name__}: {_summary(exc)}); not retried", exc.sqlstate
+                    f"({type(exc).__name__}: {_summary(exc)}); not retried",
+                    exc.sqlstate,
                 ) from exc
             raise exc
         delay = next(self._delays, None)

@@ -72,11 +72,20 @@ class DurablePostgresSaver(SaverCore):
     ) -> None:
         """A saver on `conn`; every keyword is described in `SaverCore.__init__` (ops.py)."""
         super().__init__(
-            schema=schema, serde=serde, retry=retry,
-            object_store=object_store, object_store_options=object_store_options,
-            offload_threshold=offload_threshold, object_prefix=object_prefix, object_cache_bytes=object_cache_bytes,
-            object_reuse_window=object_reuse_window, snapshot_every=snapshot_every, list_min_bytes=list_min_bytes,
-            list_cache_bytes=list_cache_bytes, allowed_types=allowed_types, accept_plaintext=accept_plaintext,
+            schema=schema,
+            serde=serde,
+            retry=retry,
+            object_store=object_store,
+            object_store_options=object_store_options,
+            offload_threshold=offload_threshold,
+            object_prefix=object_prefix,
+            object_cache_bytes=object_cache_bytes,
+            object_reuse_window=object_reuse_window,
+            snapshot_every=snapshot_every,
+            list_min_bytes=list_min_bytes,
+            list_cache_bytes=list_cache_bytes,
+            allowed_types=allowed_types,
+            accept_plaintext=accept_plaintext,
         )
         self._writes_in_flight = WritesInFlight()
         self.conn = conn
@@ -126,11 +135,21 @@ class DurablePostgresSaver(SaverCore):
         pool.open(wait=True, timeout=timeout)
         try:
             yield cls(
-                pool, schema=schema, serde=serde, retry=retry,
-                object_store=object_store, object_store_options=object_store_options,
-                offload_threshold=offload_threshold, object_prefix=object_prefix, object_cache_bytes=object_cache_bytes,
-                object_reuse_window=object_reuse_window, snapshot_every=snapshot_every, list_min_bytes=list_min_bytes,
-                list_cache_bytes=list_cache_bytes, allowed_types=allowed_types, accept_plaintext=accept_plaintext,
+                pool,
+                schema=schema,
+                serde=serde,
+                retry=retry,
+                object_store=object_store,
+                object_store_options=object_store_options,
+                offload_threshold=offload_threshold,
+                object_prefix=object_prefix,
+                object_cache_bytes=object_cache_bytes,
+                object_reuse_window=object_reuse_window,
+                snapshot_every=snapshot_every,
+                list_min_bytes=list_min_bytes,
+                list_cache_bytes=list_cache_bytes,
+                allowed_types=allowed_types,
+                accept_plaintext=accept_plaintext,
             )
         finally:
             pool.close()
@@ -306,9 +325,7 @@ class DurablePostgresSaver(SaverCore):
         finally:
             self._writes_in_flight.end(key)
 
-    def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
+    def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
         """The writes and seed value each DeltaChannel replays, read along the parent chain in a
         few statements rather than one get_tuple per ancestor."""
         return self._run(self._delta_history_plan(config, channels))

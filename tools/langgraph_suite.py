@@ -56,8 +56,19 @@ def fetch_sdist(package_version: str, cache: Path) -> Path:
     if found:
         return found[0]
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-         f"langgraph=={package_version}", "-d", str(cache)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            f"langgraph=={package_version}",
+            "-d",
+            str(cache),
+        ],
         check=True,
     )
     found = sorted(cache.glob(f"langgraph-{package_version}.tar.gz"))
@@ -73,10 +84,7 @@ def extract_tests(sdist: Path, work: Path) -> Path:
     work.mkdir(parents=True)
     with tarfile.open(sdist) as archive:
         top = archive.getnames()[0].split("/", 1)[0]
-        members = [
-            m for m in archive.getmembers()
-            if m.name.startswith(f"{top}/tests/") or m.name == f"{top}/pyproject.toml"
-        ]
+        members = [m for m in archive.getmembers() if m.name.startswith(f"{top}/tests/") or m.name == f"{top}/pyproject.toml"]
         archive.extractall(work, members=members, filter="data")
     root = work / top
     conftest = root / "tests" / "conftest.py"
@@ -105,10 +113,21 @@ def run_flavour(root: Path, files: list[str], dsn: str, flavour: str, extra: lis
         "LGPD_SUITE_COUNTS": str(counts_file),
     }
     command = [
-        sys.executable, "-m", "pytest", "-p", "langgraph_suite_plugin",
-        "-p", "no:asyncio",  # LangGraph's tests run on anyio; pytest-asyncio is ours, not theirs
-        "-p", "no:cacheprovider", "-q", "--no-header", "-o", "console_output_style=classic",
-        *files, *extra,
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "langgraph_suite_plugin",
+        "-p",
+        "no:asyncio",  # LangGraph's tests run on anyio; pytest-asyncio is ours, not theirs
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--no-header",
+        "-o",
+        "console_output_style=classic",
+        *files,
+        *extra,
     ]
     print(f"langgraph suite ({flavour} pool, {FLAVOURS[flavour]}): {' '.join(command[1:])}", flush=True)
     start = time.perf_counter()
@@ -125,8 +144,12 @@ def run_flavour(root: Path, files: list[str], dsn: str, flavour: str, extra: lis
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pool", choices=(*FLAVOURS, "both"), default="both")
-    parser.add_argument("--cache", type=Path, default=ROOT / ".langgraph-suite",
-                        help="where the sdist is kept and its tests extracted (default: %(default)s)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=ROOT / ".langgraph-suite",
+        help="where the sdist is kept and its tests extracted (default: %(default)s)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments, after --")
     args = parser.parse_args(argv)
 
@@ -154,10 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     for flavour, counts in results.items():
         bad = counts.get("failed", 0) + counts.get("error", 0)
         ran = counts.get("passed", 0) + bad
-        print(f"  {flavour} pool: {counts.get('passed', 0)} passed, {counts.get('failed', 0)} failed, "
-              f"{counts.get('error', 0)} errors, {counts.get('skipped', 0)} skipped by LangGraph, "
-              f"{counts.get('xfailed', 0)} xfailed by LangGraph, of {counts.get('collected', 0)} "
-              f"({counts['seconds']:.0f} s)")
+        print(
+            f"  {flavour} pool: {counts.get('passed', 0)} passed, {counts.get('failed', 0)} failed, "
+            f"{counts.get('error', 0)} errors, {counts.get('skipped', 0)} skipped by LangGraph, "
+            f"{counts.get('xfailed', 0)} xfailed by LangGraph, of {counts.get('collected', 0)} "
+            f"({counts['seconds']:.0f} s)"
+        )
         failed |= bad > 0 or ran == 0 or counts.get("exitstatus", 1) != 0
     passed = sum(c.get("passed", 0) for c in results.values())
     failures = sum(c.get("failed", 0) + c.get("error", 0) for c in results.values())

@@ -34,8 +34,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when == "call" or (report.when == "setup" and report.outcome != "passed") or (
-        report.when == "teardown" and report.outcome == "failed"
+    if (
+        report.when == "call"
+        or (report.when == "setup" and report.outcome != "passed")
+        or (report.when == "teardown" and report.outcome == "failed")
     ):
         if hasattr(report, "wasxfail"):
             outcome = "xpassed" if report.passed else "xfailed"

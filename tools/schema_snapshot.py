@@ -146,8 +146,7 @@ def describe(conn: psycopg.Connection, schema: str) -> Catalog:
     validate_schema(schema)
     with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         cur.execute("SET LOCAL search_path = pg_catalog")
-        cur.execute("SELECT oid, obj_description(oid, 'pg_namespace') AS comment FROM pg_namespace WHERE nspname = %s",
-                    (schema,))
+        cur.execute("SELECT oid, obj_description(oid, 'pg_namespace') AS comment FROM pg_namespace WHERE nspname = %s", (schema,))
         found = cur.fetchone()
         if found is None:
             raise LookupError(f"no schema {schema!r}")
@@ -156,7 +155,8 @@ def describe(conn: psycopg.Connection, schema: str) -> Catalog:
         if unsupported := [row["object"] for row in cur.fetchall()]:
             raise UnsupportedObjects(
                 f"schema {schema!r} holds what tools/schema_snapshot.py cannot render yet: "
-                + ", ".join(unsupported) + "; extend describe() and render()"
+                + ", ".join(unsupported)
+                + "; extend describe() and render()"
             )
         catalog: Catalog = {"comment": found["comment"], "tables": {}, "views": {}, "functions": {}}
         cur.execute(_RELATIONS, {"ns": ns})
@@ -170,8 +170,12 @@ def describe(conn: psycopg.Connection, schema: str) -> Catalog:
                 entry["definition"] = cur.fetchone()["definition"].strip().rstrip(";")
                 catalog["views"][rel["name"]] = entry
                 continue
-            for key, query in (("constraints", _CONSTRAINTS), ("indexes", _INDEXES), ("triggers", _TRIGGERS),
-                               ("identity_sequences", _IDENTITY_SEQUENCES)):
+            for key, query in (
+                ("constraints", _CONSTRAINTS),
+                ("indexes", _INDEXES),
+                ("triggers", _TRIGGERS),
+                ("identity_sequences", _IDENTITY_SEQUENCES),
+            ):
                 cur.execute(query, params)
                 entry[key] = cur.fetchall()
             catalog["tables"][rel["name"]] = entry
@@ -196,8 +200,10 @@ def _without_name(value: Any, schema: str) -> Any:
 
 def catalog_diff(expected: Catalog, actual: Catalog) -> str:
     """A unified diff of two catalogs, for a failing comparison."""
+
     def lines(catalog: Catalog) -> list[str]:
         return json.dumps(catalog, indent=1, sort_keys=True).splitlines()
+
     return "\n".join(difflib.unified_diff(lines(expected), lines(actual), "expected", "actual", lineterm=""))
 
 
@@ -241,8 +247,12 @@ def render(catalog: Catalog) -> str:
         out += ["", f"CREATE VIEW {PLACEHOLDER}.{name}{options} AS", f"{view['definition']};"]
         comments += _comments("VIEW", f"{PLACEHOLDER}.{name}", view)
     # After every table, as they may reference one another in any order.
-    foreign_keys = [f"ALTER TABLE {PLACEHOLDER}.{name} ADD CONSTRAINT {c['name']} {c['definition']};"
-                    for name, table in sorted(catalog["tables"].items()) for c in table["constraints"] if c["type"] == "f"]
+    foreign_keys = [
+        f"ALTER TABLE {PLACEHOLDER}.{name} ADD CONSTRAINT {c['name']} {c['definition']};"
+        for name, table in sorted(catalog["tables"].items())
+        for c in table["constraints"]
+        if c["type"] == "f"
+    ]
     triggers = [f"{t['definition']};" for _, table in sorted(catalog["tables"].items()) for t in table["triggers"]]
     for section in (foreign_keys, triggers):
         if section:
@@ -281,8 +291,9 @@ def _table(name: str, table: Catalog) -> list[str]:
     unlogged = "UNLOGGED " if table["persistence"] == "u" else ""
     options = f" WITH ({', '.join(table['options'])})" if table["options"] else ""
     out = [f"CREATE {unlogged}TABLE {PLACEHOLDER}.{name} (", ",\n".join(lines), f"){options};"]
-    out += [f"ALTER TABLE {PLACEHOLDER}.{name} ALTER COLUMN {c['name']} SET STORAGE {_STORAGE[c['storage']]};"
-            for c in columns if c["storage"]]
+    out += [
+        f"ALTER TABLE {PLACEHOLDER}.{name} ALTER COLUMN {c['name']} SET STORAGE {_STORAGE[c['storage']]};" for c in columns if c["storage"]
+    ]
     return out
 
 
@@ -290,8 +301,9 @@ def _comments(kind: str, qualified: str, relation: Catalog) -> list[str]:
     out = []
     if relation["comment"] is not None:
         out.append(f"COMMENT ON {kind} {qualified} IS {_literal(relation['comment'])};")
-    out += [f"COMMENT ON COLUMN {qualified}.{c['name']} IS {_literal(c['comment'])};"
-            for c in relation["columns"] if c["comment"] is not None]
+    out += [
+        f"COMMENT ON COLUMN {qualified}.{c['name']} IS {_literal(c['comment'])};" for c in relation["columns"] if c["comment"] is not None
+    ]
     return out
 
 
@@ -300,6 +312,7 @@ def _literal(text: str) -> str:
 
 
 # -- servers without lz4 --------------------------------------------------------------------
+
 
 def server_has_lz4(conn: psycopg.Connection) -> bool:
     """Whether the server was built with lz4: the migrations set it where it can, else keep
@@ -324,6 +337,7 @@ def snapshot_sql(schema: str, *, lz4: bool = True) -> str:
 
 
 # -- the schema at head -------------------------------------------------------------------
+
 
 def head_catalog(dsn: str) -> Catalog:
     """The catalog setup() builds on a fresh schema of the server at `dsn` (then dropped)."""
@@ -371,15 +385,17 @@ def main(argv: list[str]) -> int:
     if args.check:
         current = args.output.read_text("utf-8") if args.output.exists() else ""
         if (current if lz4 else without_lz4(current)) != generated:
-            diff = difflib.unified_diff(current.splitlines(), generated.splitlines(), str(args.output), "migrations",
-                                        lineterm="")
+            diff = difflib.unified_diff(current.splitlines(), generated.splitlines(), str(args.output), "migrations", lineterm="")
             print("\n".join(diff), file=sys.stderr)
             print(f"{args.output} is not what the migrations give: run python tools/schema_snapshot.py", file=sys.stderr)
             return 1
         return 0
     if not lz4:
-        print("this server has no lz4, so the migrations leave the default compression: schema.sql shows the "
-              "schema on a server with lz4; run with --dsn of one", file=sys.stderr)
+        print(
+            "this server has no lz4, so the migrations leave the default compression: schema.sql shows the "
+            "schema on a server with lz4; run with --dsn of one",
+            file=sys.stderr,
+        )
         return 2
     args.output.write_text(generated, "utf-8")
     return 0

@@ -121,9 +121,7 @@ class Codec:
         try:
             pairs = [(ch, type_, base64.b64decode(data, validate=True)) for ch, (type_, data) in stored.items()]
         except Exception as exc:
-            raise DeserializationError(
-                f"{where}: the scalar channel values in its row are malformed ({type(exc).__name__})"
-            ) from exc
+            raise DeserializationError(f"{where}: the scalar channel values in its row are malformed ({type(exc).__name__})") from exc
         return {ch: self.load(type_, data, where=f"{where}, channel {shown(ch)}") for ch, type_, data in pairs}
 
     def dump_items(
@@ -162,8 +160,11 @@ class Codec:
                 raise ValueError("an item's bytes are not exactly one msgpack object (it would read as another)")
         count = len(raw)
         if count > 1 and self._batch_msgpack and all(t == "msgpack" for t, _ in raw):
-            header = bytes([0x90 | count]) if count < 16 else (
-                b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16 else b"\xdd" + count.to_bytes(4, "big"))
+            header = (
+                bytes([0x90 | count])
+                if count < 16
+                else (b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16 else b"\xdd" + count.to_bytes(4, "big"))
+            )
             values = checked_loads(self.serde, ("msgpack", header + b"".join(data or b"" for _, data in raw)))
             if isinstance(values, list) and len(values) == count:
                 return values
@@ -174,9 +175,7 @@ def _dump(serde: SerializerProtocol, value: Any, *, channel: str, where: str) ->
     try:
         return serde.dumps_typed(value)
     except Exception as exc:
-        raise SerializationError(
-            f"cannot serialize the value of channel {shown(channel)} ({where}): {type(exc).__name__}: {exc}"
-        ) from exc
+        raise SerializationError(f"cannot serialize the value of channel {shown(channel)} ({where}): {type(exc).__name__}: {exc}") from exc
 
 
 # -- list items as stored -------------------------------------------------------------------

@@ -63,10 +63,15 @@ class CheckpointRow:
     def from_row(cls, row: Sequence[Any], start: int = 0) -> CheckpointRow:
         """The row's CheckpointColumn columns, from `start` on (a Detail row has them at 1)."""
         return cls(
-            row[start + _C.THREAD_ID], row[start + _C.CHECKPOINT_NS], row[start + _C.CHECKPOINT_ID],
-            row[start + _C.PARENT_CHECKPOINT_ID], load_json(row[start + _C.CHECKPOINT]),
-            load_metadata_json(row[start + _C.METADATA]), row[start + _C.METADATA_EXACT],
-            row[start + _C.VALUE_CHANNELS], row[start + _C.VALUE_VERSIONS],
+            row[start + _C.THREAD_ID],
+            row[start + _C.CHECKPOINT_NS],
+            row[start + _C.CHECKPOINT_ID],
+            row[start + _C.PARENT_CHECKPOINT_ID],
+            load_json(row[start + _C.CHECKPOINT]),
+            load_metadata_json(row[start + _C.METADATA]),
+            row[start + _C.METADATA_EXACT],
+            row[start + _C.VALUE_CHANNELS],
+            row[start + _C.VALUE_VERSIONS],
         )
 
     def holds(self, channel: str) -> bool:
@@ -91,8 +96,7 @@ WriteRow = tuple[str, str, str, int, "str | None", Any]
 
 def write_row(row: Sequence[Any]) -> WriteRow:
     """A Detail row of part 'w' as a WriteRow."""
-    return (row[Detail.TASK_ID], row[Detail.CHANNEL], row[Detail.TASK_PATH], row[Detail.IDX],
-            row[Detail.TYPE], row[Detail.VALUE])
+    return (row[Detail.TASK_ID], row[Detail.CHANNEL], row[Detail.TASK_PATH], row[Detail.IDX], row[Detail.TYPE], row[Detail.VALUE])
 
 
 def _unpacked_writes(data: bytes | None, where: str) -> list[tuple[int, str, str, bytes | None]]:
@@ -102,8 +106,12 @@ def _unpacked_writes(data: bytes | None, where: str) -> list[tuple[int, str, str
     except Exception as exc:
         raise DeserializationError(f"{where}: its packed writes row cannot be decoded ({type(exc).__name__})") from exc
     if not isinstance(entries, list) or not all(
-        isinstance(e, list) and len(e) == 4 and type(e[0]) is int and isinstance(e[1], str)
-        and isinstance(e[2], str) and (e[3] is None or isinstance(e[3], bytes))
+        isinstance(e, list)
+        and len(e) == 4
+        and type(e[0]) is int
+        and isinstance(e[1], str)
+        and isinstance(e[2], str)
+        and (e[3] is None or isinstance(e[3], bytes))
         for e in entries
     ):
         raise DeserializationError(f"{where}: its packed writes row is malformed (not [idx, channel, type, bytes] entries)")
@@ -149,7 +157,8 @@ def resolve_writes(
     bytes, or with `decoded` the items themselves)."""
     return [
         (*w[:4], None, list_layout.load_write(codec, w[5], items(w[1]), decoded, where=where(w)))
-        if w[4] == list_layout.WRITE_ITEMS_TYPE else w
+        if w[4] == list_layout.WRITE_ITEMS_TYPE
+        else w
         for w in writes
     ]
 
@@ -184,8 +193,7 @@ def build_tuple(
     checkpoint = {**row.body, "id": row.checkpoint_id, "channel_values": channel_values}
     ordered = sorted(writes, key=lambda w: writes_sort_key(w[2], w[0], w[3]))
     pending: list[PendingWrite] = [
-        (task_id, channel, data if type_ is None else codec.load(
-            type_, data, where=partial(_write_named, where, task_id, channel)))
+        (task_id, channel, data if type_ is None else codec.load(type_, data, where=partial(_write_named, where, task_id, channel)))
         for task_id, channel, _path, _idx, type_, data in ordered
     ]
     key = CheckpointKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
@@ -255,7 +263,8 @@ def decode_tuple(
         if part == Part.ITEM:
             channel, version, idx = r[Detail.CHANNEL], r[Detail.VERSION], r[Detail.IDX]
             fetched.setdefault((channel, version), {})[idx] = unpacked_item(  # inflated once, for the decode and the cache
-                r[Detail.TYPE], r[Detail.VALUE], partial(_item_named, key.thread_id, channel, version, idx))
+                r[Detail.TYPE], r[Detail.VALUE], partial(_item_named, key.thread_id, channel, version, idx)
+            )
         elif part == Part.CHECKPOINT:
             row = CheckpointRow.from_row(r, CHECKPOINT_IN_DETAIL)
         elif part == Part.WRITE:
@@ -263,14 +272,18 @@ def decode_tuple(
         elif r[Detail.TYPE] == list_layout.LIST_TYPE:  # a value or a link in the delta layout
             channel, version = r[Detail.CHANNEL], r[Detail.VERSION]
             list_rows[(channel, version)] = list_layout.stored(
-                r[Detail.LIST_CHAIN], r[Detail.VALUE], r[Detail.ITEM_VERSIONS],
-                where=f"thread {thread}, channel {shown(channel)} (version {shown(version)})")
+                r[Detail.LIST_CHAIN],
+                r[Detail.VALUE],
+                r[Detail.ITEM_VERSIONS],
+                where=f"thread {thread}, channel {shown(channel)} (version {shown(version)})",
+            )
             if part == Part.VALUE:
                 wanted.append((channel, version))
         elif part == Part.VALUE:
             channel, version = r[Detail.CHANNEL], r[Detail.VERSION]
             values[(channel, version)] = codec.load(
-                r[Detail.TYPE], r[Detail.VALUE], where=partial(_value_named, key.thread_id, channel, version, row))
+                r[Detail.TYPE], r[Detail.VALUE], where=partial(_value_named, key.thread_id, channel, version, row)
+            )
     if row is None:
         return TupleRead(None, [], fetched)
     where = row.where
@@ -278,7 +291,11 @@ def decode_tuple(
     states = []
     if wanted:
         restored = list_layout.read_lists(
-            codec, wanted=wanted, rows=list_rows, raw_items=raw_items, known=known,
+            codec,
+            wanted=wanted,
+            rows=list_rows,
+            raw_items=raw_items,
+            known=known,
             where=lambda ch, v: f"{where}, channel {shown(ch)}",
         )
         for (channel, version), (value, state) in restored.items():
@@ -291,7 +308,10 @@ def decode_tuple(
         for (channel, version), group in raw_items.items():
             by_channel.setdefault(channel, {}).update(((version, idx), raw) for idx, raw in group.items())
         writes = resolve_writes(
-            codec, writes, lambda channel: by_channel.get(channel, {}), decoded=False,
+            codec,
+            writes,
+            lambda channel: by_channel.get(channel, {}),
+            decoded=False,
             where=lambda w: f"{where}, write of task {shown(w[0])} to channel {shown(w[1])}",
         )
     return TupleRead(build_tuple(codec, row, values, writes), states, fetched)
@@ -324,21 +344,25 @@ def gather_details(codec: Codec, rows: Sequence[Sequence[Any]]) -> Details:
         if part == Part.ITEM:
             channel, version, idx = r[Detail.CHANNEL], r[Detail.VERSION], r[Detail.IDX]
             out.raw_items.setdefault(lane, {}).setdefault((channel, version), {})[idx] = unpacked_item(  # inflated once
-                r[Detail.TYPE], r[Detail.VALUE], partial(_item_named, thread_id, channel, version, idx))
+                r[Detail.TYPE], r[Detail.VALUE], partial(_item_named, thread_id, channel, version, idx)
+            )
         elif part == Part.WRITE:
             out.writes.setdefault((thread_id, ns, r[Detail.CHECKPOINT_ID]), []).append(write_row(r))
         elif r[Detail.TYPE] == list_layout.LIST_TYPE:
             channel, version = r[Detail.CHANNEL], r[Detail.VERSION]
             out.list_rows.setdefault(lane, {})[(channel, version)] = list_layout.stored(
-                r[Detail.LIST_CHAIN], r[Detail.VALUE], r[Detail.ITEM_VERSIONS],
-                where=f"thread {shown(thread_id)}, channel {shown(channel)} (version {shown(version)})")
+                r[Detail.LIST_CHAIN],
+                r[Detail.VALUE],
+                r[Detail.ITEM_VERSIONS],
+                where=f"thread {shown(thread_id)}, channel {shown(channel)} (version {shown(version)})",
+            )
             if part == Part.VALUE:
                 out.wanted.setdefault(lane, []).append((channel, version))
         elif part == Part.VALUE:
             channel, version = r[Detail.CHANNEL], r[Detail.VERSION]
             out.values[(thread_id, ns, channel, version)] = codec.load(
-                r[Detail.TYPE], r[Detail.VALUE],
-                where=partial(_value_named, thread_id, channel, version))
+                r[Detail.TYPE], r[Detail.VALUE], where=partial(_value_named, thread_id, channel, version)
+            )
     return out
 
 

@@ -36,7 +36,8 @@ def packable(task_id: str, channels: Sequence[str], refs: Sequence[ObjectRef | N
     whose writes LangGraph sends again with more appended (each time a task has writes
     stored already, a packed row costs a second statement: see `sql.writes.put_packed_writes`)."""
     return (
-        len(channels) > 1 and task_id != NULL_TASK_ID
+        len(channels) > 1
+        and task_id != NULL_TASK_ID
         and not any(channel in WRITES_IDX_MAP for channel in channels)
         and all(ref is None for ref in refs)
         and sum(key is not None for key in item_keys) <= 1
@@ -46,12 +47,14 @@ def packable(task_id: str, channels: Sequence[str], refs: Sequence[ObjectRef | N
 @dataclass(frozen=True)
 class PutParams:
     """What `put` sends (`params` of `sql.writes.put`), the config it returns, the objects to
-    store first, and the list versions it stores (for the writer's memory)."""
+    store first, the list versions it stores (for the writer's memory) and the items it
+    stores inline by (channel, version) (for the item cache)."""
 
     params: dict[str, Any]
     config: RunnableConfig
     uploads: list[Upload]
     states: list[tuple[str, ListState]]
+    item_groups: dict[tuple[str, str], list_layout.RawItems]
 
 
 def put_params(
@@ -101,10 +104,7 @@ def put_params(
         what = f"{where}, channel {shown(channel)}"
         value = values[channel]
         layout = list_layout.usable(value, version, lists.snapshot_every)
-        base = (
-            bases.base(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel)
-            if layout and bases is not None else None
-        )
+        base = bases.base(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel) if layout and bases is not None else None
         whole = None
         if layout and base is None and lists.min_bytes > 0:
             # Not extending a list already in the delta layout: a short one stays whole.
@@ -112,12 +112,17 @@ def put_params(
             layout = len(whole[1]) > lists.min_bytes
         if layout:
             offered = (
-                bases.offered(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel)
-                if use_offers and bases is not None else {}
+                bases.offered(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel) if use_offers and bases is not None else {}
             )
             row = list_layout.plan(
-                codec, channel=channel, version=version, value=value, base=base,
-                snapshot_every=lists.snapshot_every, placement=placement, where=what,
+                codec,
+                channel=channel,
+                version=version,
+                value=value,
+                base=base,
+                snapshot_every=lists.snapshot_every,
+                placement=placement,
+                where=what,
                 offered=offered,
             )
             type_, ref = list_layout.LIST_TYPE, None
@@ -145,9 +150,7 @@ def put_params(
     held_versions = [(ch, checkpoint["channel_versions"].get(ch)) for ch in values]
     missing = [ch for ch, version in held_versions if version is None]
     if missing:
-        raise ConfigError(
-            f"channel {shown(missing[0])} has a value but no entry in channel_versions ({where})"
-        )
+        raise ConfigError(f"channel {shown(missing[0])} has a value but no entry in channel_versions ({where})")
     # The id is the row's checkpoint_id column; build_tuple puts it back.
     body = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}
     if inline_values:
@@ -194,7 +197,7 @@ def put_params(
         "item_versions": TextArray(item_versions),
         **_item_params(items),
     }
-    return PutParams(params, key.config(checkpoint_id), uploads, states)
+    return PutParams(params, key.config(checkpoint_id), uploads, states, inline_item_groups(params))
 
 
 def inline_item_groups(params: Mapping[str, Any]) -> dict[tuple[str, str], list_layout.RawItems]:
@@ -231,7 +234,7 @@ class WritesParams:
 
     `replace`: every write is to a special channel, whose rows a retry overwrites;
     `uploads`: objects to store first; `offers`: the items stored per channel (for the
-    child's delta).
+    child's delta); `item_groups`: the items stored inline (for the item cache).
     """
 
     params: dict[str, Any]
@@ -239,6 +242,7 @@ class WritesParams:
     replace: bool
     uploads: list[Upload]
     offers: list[tuple[str, list[tuple[bytes, list_layout.Location]]]]
+    item_groups: dict[tuple[str, str], list_layout.RawItems]
 
     @property
     def has_items(self) -> bool:
@@ -277,12 +281,18 @@ def put_writes_params(
         idx.append(WRITES_IDX_MAP.get(channel, i))
         channels.append(require_text(channel, "channel"))
         if (
-            bases is not None and lists.snapshot_every > 1 and channel not in WRITES_IDX_MAP
+            bases is not None
+            and lists.snapshot_every > 1
+            and channel not in WRITES_IDX_MAP
             and bases.base(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel) is not None
         ):
             stored = list_layout.write_items(
-                codec, channel=channel, value=value, identity=f"{key.checkpoint_id}\x00{task_id}\x00{i}",
-                placement=placement, where=what,
+                codec,
+                channel=channel,
+                value=value,
+                identity=f"{key.checkpoint_id}\x00{task_id}\x00{i}",
+                placement=placement,
+                where=what,
             )
             types.append(list_layout.WRITE_ITEMS_TYPE)
             blobs.append(stored.body)
@@ -320,20 +330,22 @@ def put_writes_params(
             "packed_value": ormsgpack.packb([[i, ch, t, d] for i, ch, t, d in zip(idx, channels, types, blobs)]),
             "packed_item_version": item_key,
         }
-    params.update({
-        "idx": Int4Array(idx),
-        "channels": TextArray(channels),
-        "types": TextArray(types),
-        "values": ByteaArray(blobs),
-        **_ref_params(refs),
-    })
+    params.update(
+        {
+            "idx": Int4Array(idx),
+            "channels": TextArray(channels),
+            "types": TextArray(types),
+            "values": ByteaArray(blobs),
+            **_ref_params(refs),
+        }
+    )
     if items:
         params["write_item_versions"] = TextArray(item_keys)
         params.update(_item_params(items))
         if packed is not None:
             packed.update(_item_params(items))
     replace = bool(writes) and all(channel in WRITES_IDX_MAP for channel, _ in writes)
-    return WritesParams(params, packed, replace, uploads, offers)
+    return WritesParams(params, packed, replace, uploads, offers, inline_item_groups(params) if items else {})
 
 
 def _ref_params(refs: Sequence[ObjectRef | None]) -> dict[str, Any]:
@@ -345,9 +357,7 @@ def _ref_params(refs: Sequence[ObjectRef | None]) -> dict[str, Any]:
     }
 
 
-def get_tuple_params(
-    key: CheckpointKey, held: Iterable[tuple[str, str]] = (), known: Iterable[tuple[str, str]] = ()
-) -> dict[str, Any]:
+def get_tuple_params(key: CheckpointKey, held: Iterable[tuple[str, str]] = (), known: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
     """Parameters of `sql.reads.get_tuple`: `known` lists (channel, version) are not
     resolved (no chain rows, no items); else `held` item groups are not sent back.
 

@@ -25,6 +25,7 @@ from .keys import checkpoint_id_of, parse_config
 from .metadata import filter_for_sql, filter_needs_recheck, load_metadata, metadata_contains
 from .offload import ObjectRef
 
+
 # What a stored thing is, for an error message: built only when one is raised (`partial` of these).
 def _list_named(thread_id: str, channel: str, version: str) -> str:
     return f"thread {shown(thread_id)}, channel {shown(channel)} (version {shown(version)})"
@@ -35,8 +36,7 @@ def _task_named(thread_id: str, checkpoint_id: str, task_id: str) -> str:
 
 
 def _write_named(thread_id: str, checkpoint_id: str, write: WriteRow) -> str:
-    return (f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, "
-            f"write of task {shown(write[0])} to channel {shown(write[1])}")
+    return f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, write of task {shown(write[0])} to channel {shown(write[1])}"
 
 
 def _of_channel(decoded: Mapping[str, dict[Location, Any]], channel: str) -> Mapping[Location, Any]:
@@ -121,15 +121,9 @@ class HistoryScan:
             elif self.one_thread:
                 # The first term bounds the index scan; the row comparison breaks ties
                 # between namespaces that share a checkpoint id.
-                wheres.append(
-                    "checkpoint_id <= %(cursor_id)s AND "
-                    "(checkpoint_id, checkpoint_ns) < (%(cursor_id)s, %(cursor_ns)s)"
-                )
+                wheres.append("checkpoint_id <= %(cursor_id)s AND (checkpoint_id, checkpoint_ns) < (%(cursor_id)s, %(cursor_ns)s)")
             else:
-                wheres.append(
-                    "(checkpoint_id, thread_id, checkpoint_ns) < "
-                    "(%(cursor_id)s, %(cursor_thread)s, %(cursor_ns)s)"
-                )
+                wheres.append("(checkpoint_id, thread_id, checkpoint_ns) < (%(cursor_id)s, %(cursor_thread)s, %(cursor_ns)s)")
         return "WHERE " + " AND ".join(wheres) if wheres else ""
 
     def page_params(self) -> dict[str, Any]:
@@ -185,7 +179,9 @@ class HistoryScan:
             self.item_groups.update((*lane, channel, version) for channel, version in details.raw_items[lane])
         for (thread_id, ns), keys in details.wanted.items():
             restored = list_layout.restore(
-                self.codec, wanted=keys, rows=details.list_rows.get((thread_id, ns), {}),
+                self.codec,
+                wanted=keys,
+                rows=details.list_rows.get((thread_id, ns), {}),
                 raw_items=raw_items.get((thread_id, ns), {}),
                 where=partial(_list_named, thread_id),
                 decoded=self.items.setdefault((thread_id, ns), {}),
@@ -195,13 +191,17 @@ class HistoryScan:
         lanes_decoded: dict[tuple[str, str], dict[str, dict[list_layout.Location, Any]]] = {}
         for (thread_id, ns, checkpoint_id), lane_writes in writes.items():
             lane_writes = writes[(thread_id, ns, checkpoint_id)] = unpack_writes(
-                lane_writes, partial(_task_named, thread_id, checkpoint_id))
+                lane_writes, partial(_task_named, thread_id, checkpoint_id)
+            )
             if any(w[4] == list_layout.WRITE_ITEMS_TYPE for w in lane_writes):
                 if (thread_id, ns) not in lanes_decoded:
                     lanes_decoded[(thread_id, ns)] = self._decoded_items((thread_id, ns), raw_items.get((thread_id, ns), {}))
                 decoded = lanes_decoded[(thread_id, ns)]
                 writes[(thread_id, ns, checkpoint_id)] = resolve_writes(
-                    self.codec, lane_writes, partial(_of_channel, decoded), decoded=True,
+                    self.codec,
+                    lane_writes,
+                    partial(_of_channel, decoded),
+                    decoded=True,
                     where=partial(_write_named, thread_id, checkpoint_id),
                 )
         # Keep what this page used: the next (older) page mostly holds the same versions.
@@ -232,8 +232,9 @@ class HistoryScan:
             by_channel.setdefault(channel, {})[version] = group
         decoded = self.items.setdefault(lane, {})
         for channel, channel_groups in by_channel.items():
-            list_layout.decode_into(self.codec, decoded.setdefault(channel, {}), channel_groups,
-                                    where=f"thread {shown(lane[0])}, channel {shown(channel)}")
+            list_layout.decode_into(
+                self.codec, decoded.setdefault(channel, {}), channel_groups, where=f"thread {shown(lane[0])}, channel {shown(channel)}"
+            )
         return decoded
 
     def _passes_recheck(self, row: CheckpointRow) -> bool:

@@ -113,8 +113,9 @@ class ListRow:
     item_needs: tuple[str, ...] = ()  # write keys whose stored items it uses (must still exist)
 
 
-def _item_row(channel: str, key: str, idx: int, type_: str, data: bytes, placement: Placement,
-              *, where: str, uploads: list[Upload], purpose: str) -> ItemRow:
+def _item_row(
+    channel: str, key: str, idx: int, type_: str, data: bytes, placement: Placement, *, where: str, uploads: list[Upload], purpose: str
+) -> ItemRow:
     """One channel_items row: the item's bytes packed, inline or offloaded (upload queued)."""
     type_, data = packed(type_, data)
     inline, ref = placement.place(data, where=where)
@@ -156,8 +157,19 @@ def plan(
     def store(item_index: int) -> Location:
         type_, data = stored_form(item_index)
         idx = len(items)
-        items.append(_item_row(channel, version, idx, type_, data, placement, where=f"item {item_index} of {where}",
-                               uploads=uploads, purpose=f"put of {where}, item {item_index}"))
+        items.append(
+            _item_row(
+                channel,
+                version,
+                idx,
+                type_,
+                data,
+                placement,
+                where=f"item {item_index} of {where}",
+                uploads=uploads,
+                purpose=f"put of {where}, item {item_index}",
+            )
+        )
         return version, idx
 
     offered = offered or {}
@@ -230,8 +242,19 @@ def write_items(
     uploads: list[Upload] = []
     for idx in range(len(values)):
         type_, data = stored_form(idx)
-        items.append(_item_row(channel, key, idx, type_, data, placement, where=f"item {idx} of {where}",
-                               uploads=uploads, purpose=f"put_writes of {where}, item {idx}"))
+        items.append(
+            _item_row(
+                channel,
+                key,
+                idx,
+                type_,
+                data,
+                placement,
+                where=f"item {idx} of {where}",
+                uploads=uploads,
+                purpose=f"put_writes of {where}, item {idx}",
+            )
+        )
     body = orjson.dumps({"k": key, "n": len(values), "list": type(value) is list})
     return WriteItems(key, body, items, uploads, [(d, (key, i)) for i, d in enumerate(digests)])
 
@@ -310,17 +333,20 @@ def stored(
         return StoredList(tuple(chain or ()), tuple((v, 0, c) for v, c in zip(versions, counts)))
     segments = doc.get("s") if isinstance(doc, dict) else None
     if not isinstance(segments, list) or not all(
-        isinstance(seg, list) and len(seg) == 3 and isinstance(seg[0], str)
-        and type(seg[1]) is int and type(seg[2]) is int and seg[1] >= 0 and seg[2] >= 0
+        isinstance(seg, list)
+        and len(seg) == 3
+        and isinstance(seg[0], str)
+        and type(seg[1]) is int
+        and type(seg[2]) is int
+        and seg[1] >= 0
+        and seg[2] >= 0
         for seg in segments
     ):
         raise ListIntegrityError(f"{where}: its list row is malformed (no counts, no [version, start, count] segments)")
     return StoredList(tuple(chain or ()), tuple((v, start, count) for v, start, count in segments))
 
 
-def locate(
-    version: str, rows: Mapping[str, StoredList], *, where: str, available: Mapping[str, int] | None = None
-) -> list[Location]:
+def locate(version: str, rows: Mapping[str, StoredList], *, where: str, available: Mapping[str, int] | None = None) -> list[Location]:
     """Where each item of the list stored as `version` lives, in list order.
 
     `rows` holds the channel's list rows by version; a missing one raises
@@ -337,8 +363,7 @@ def locate(
         linked = rows.get(link)
         if linked is None:
             raise ListIntegrityError(
-                f"{where}: version {shown(version)} appends to version {shown(link)}, whose row is missing "
-                "(pruned or deleted elsewhere?)"
+                f"{where}: version {shown(version)} appends to version {shown(link)}, whose row is missing (pruned or deleted elsewhere?)"
             )
         segments.extend(linked.segments)
     segments.extend(row.segments)
@@ -347,7 +372,8 @@ def locate(
             if start + count > available.get(item_version, 0):
                 raise ListIntegrityError(
                     f"{where}: version {shown(version)} names items {start:,} to {start + count - 1:,} of version "
-                    f"{shown(item_version)}; {available.get(item_version, 0):,} are stored")
+                    f"{shown(item_version)}; {available.get(item_version, 0):,} are stored"
+                )
     return [(v, idx) for v, start, count in segments for idx in range(start, start + count)]
 
 
@@ -434,8 +460,12 @@ def restore(
 
 
 def rebuild(
-    codec: Codec, channel: str, state: ListState,
-    raw_items: Mapping[tuple[str, str], RawItems], *, where: str,
+    codec: Codec,
+    channel: str,
+    state: ListState,
+    raw_items: Mapping[tuple[str, str], RawItems],
+    *,
+    where: str,
 ) -> list[Any]:
     """A list version from a state the saver holds and its items' stored bytes, by
     (channel, version) group."""
@@ -447,16 +477,12 @@ def rebuild(
     return codec.load_items(found, where=where)
 
 
-def decode_into(
-    codec: Codec, cache: dict[Location, Any], groups: Mapping[str, RawItems], *, where: str
-) -> dict[Location, Any]:
+def decode_into(codec: Codec, cache: dict[Location, Any], groups: Mapping[str, RawItems], *, where: str) -> dict[Location, Any]:
     """`cache` (decoded items of one channel) with every item of `groups` (by version) in it."""
     fresh = [(version, idx) for version, group in groups.items() for idx in group if (version, idx) not in cache]
     if fresh:
         cache.update(zip(fresh, codec.load_items([groups[v][i] for v, i in fresh], where=where)))
     return cache
-
-
 
 
 def read_lists(

@@ -94,8 +94,6 @@ def dump_metadata(codec: Codec, metadata: Mapping[str, Any]) -> tuple[str, bytes
     return dump_json(projected), exact
 
 
-
-
 def _lossy(value: Any) -> bool:
     """Whether the jsonb projection reads back as something else: a NUL (escaped), a
     non-finite float, a key that is not a str, a value JSON lacks. (An int past 64 bits is
@@ -154,8 +152,7 @@ def metadata_contains(document: Any, pattern: Any) -> bool:
     """jsonb `@>` semantics on Python values: used to recheck rows whose jsonb is lossy."""
     if isinstance(pattern, Mapping):
         return isinstance(document, Mapping) and all(
-            key in document and metadata_contains(document[key], value)
-            for key, value in pattern.items()
+            key in document and metadata_contains(document[key], value) for key, value in pattern.items()
         )
     if isinstance(pattern, (list, tuple)):
         if not isinstance(document, (list, tuple)):
@@ -164,4 +161,3 @@ def metadata_contains(document: Any, pattern: Any) -> bool:
     if isinstance(pattern, bool) or isinstance(document, bool):
         return type(pattern) is type(document) and bool(pattern == document)
     return bool(pattern == document)
-

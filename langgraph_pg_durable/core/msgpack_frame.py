@@ -11,16 +11,35 @@ from __future__ import annotations
 # First byte -> (fixed bytes after the marker, bytes of a length that follows, child objects per
 # unit of length). Containers: child objects = length (arrays) or 2 x length (maps).
 _FIXED = {
-    0xC0: 0, 0xC2: 0, 0xC3: 0,  # nil, false, true
-    0xCA: 4, 0xCB: 8,  # float 32/64
-    0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8,  # uint 8-64
-    0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8,  # int 8-64
-    0xD4: 2, 0xD5: 3, 0xD6: 5, 0xD7: 9, 0xD8: 17,  # fixext 1-16: type byte + data
+    0xC0: 0,
+    0xC2: 0,
+    0xC3: 0,  # nil, false, true
+    0xCA: 4,
+    0xCB: 8,  # float 32/64
+    0xCC: 1,
+    0xCD: 2,
+    0xCE: 4,
+    0xCF: 8,  # uint 8-64
+    0xD0: 1,
+    0xD1: 2,
+    0xD2: 4,
+    0xD3: 8,  # int 8-64
+    0xD4: 2,
+    0xD5: 3,
+    0xD6: 5,
+    0xD7: 9,
+    0xD8: 17,  # fixext 1-16: type byte + data
 }
 _SIZED = {  # marker -> (bytes of the length, extra bytes after it)
-    0xC4: (1, 0), 0xC5: (2, 0), 0xC6: (4, 0),  # bin 8-32
-    0xC7: (1, 1), 0xC8: (2, 1), 0xC9: (4, 1),  # ext 8-32 (a type byte after the length)
-    0xD9: (1, 0), 0xDA: (2, 0), 0xDB: (4, 0),  # str 8-32
+    0xC4: (1, 0),
+    0xC5: (2, 0),
+    0xC6: (4, 0),  # bin 8-32
+    0xC7: (1, 1),
+    0xC8: (2, 1),
+    0xC9: (4, 1),  # ext 8-32 (a type byte after the length)
+    0xD9: (1, 0),
+    0xDA: (2, 0),
+    0xDB: (4, 0),  # str 8-32
 }
 _CONTAINERS = {0xDC: (2, 1), 0xDD: (4, 1), 0xDE: (2, 2), 0xDF: (4, 2)}  # array 16/32, map 16/32
 
@@ -50,12 +69,12 @@ def object_end(data: bytes, offset: int = 0) -> int:
             width, extra = _SIZED[marker]
             if offset + width > size:
                 raise ValueError("msgpack ends inside a length")
-            offset += width + extra + int.from_bytes(data[offset:offset + width], "big")
+            offset += width + extra + int.from_bytes(data[offset : offset + width], "big")
         elif marker in _CONTAINERS:
             width, per = _CONTAINERS[marker]
             if offset + width > size:
                 raise ValueError("msgpack ends inside a length")
-            pending += per * int.from_bytes(data[offset:offset + width], "big")
+            pending += per * int.from_bytes(data[offset : offset + width], "big")
             offset += width
         else:
             raise ValueError(f"byte 0x{marker:02x} is not msgpack")

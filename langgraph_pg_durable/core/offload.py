@@ -57,12 +57,12 @@ class Placement:
             return None, ObjectRef(object_key(self.prefix, sha), sha, size)
         if size > self.max_inline:
             fix = (
-                f"set offload_threshold to at most {self.max_inline:,} (0 turns offload off)" if self.enabled
+                f"set offload_threshold to at most {self.max_inline:,} (0 turns offload off)"
+                if self.enabled
                 else "pass object_store= (e.g. 's3://bucket/prefix' or 'file:///path')"
             )
             raise SerializationError(
-                f"{where} serializes to {size:,} bytes; values over {self.max_inline:,} bytes "
-                f"cannot stay in a PostgreSQL row: {fix}"
+                f"{where} serializes to {size:,} bytes; values over {self.max_inline:,} bytes cannot stay in a PostgreSQL row: {fix}"
             )
         return data, None
 
@@ -101,8 +101,11 @@ def check_reference(prefix: str, ref: ObjectRef, where: str) -> ObjectRef:
     """A reference read from a row, if it is one this saver would write: the key it derives
     from its prefix and the digest, and a plausible size. Nothing else is fetched."""
     valid = (
-        isinstance(ref.sha256, str) and _SHA256.fullmatch(ref.sha256) is not None
-        and isinstance(ref.size, int) and 0 <= ref.size and ref.key == object_key(prefix, ref.sha256)
+        isinstance(ref.sha256, str)
+        and _SHA256.fullmatch(ref.sha256) is not None
+        and isinstance(ref.size, int)
+        and 0 <= ref.size
+        and ref.key == object_key(prefix, ref.sha256)
     )
     if not valid:
         raise ObjectIntegrityError(

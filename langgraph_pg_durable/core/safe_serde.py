@@ -105,6 +105,5 @@ def with_allowed_types(serde: Any, allowed_types: Iterable[AllowedType]) -> Any:
     if isinstance(serde, EncryptedSerializer) and isinstance(serde.serde, JsonPlusSerializer):
         return EncryptedSerializer(serde.cipher, serde.serde.with_msgpack_allowlist(extra))
     raise ConfigError(
-        f"allowed_types needs a JsonPlusSerializer (or an EncryptedSerializer around one); "
-        f"the serde given is a {type(serde).__name__}"
+        f"allowed_types needs a JsonPlusSerializer (or an EncryptedSerializer around one); the serde given is a {type(serde).__name__}"
     )

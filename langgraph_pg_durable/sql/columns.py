@@ -16,6 +16,4 @@ def select_list(columns: type[C], types: Mapping[C, str], **exprs: str) -> str:
     unknown = set(exprs) - {c.name.lower() for c in columns}
     if unknown:
         raise KeyError(f"{columns.__name__} has no column {sorted(unknown)[0]!r}")
-    return ", ".join(
-        f"{exprs.get(c.name.lower(), 'NULL::' + types.get(c, 'text'))} AS {c.name.lower()}" for c in columns
-    )
+    return ", ".join(f"{exprs.get(c.name.lower(), 'NULL::' + types.get(c, 'text'))} AS {c.name.lower()}" for c in columns)

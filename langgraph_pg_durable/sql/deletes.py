@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 def delete_threads(q: str) -> str:
     return f"""
 WITH gone_writes AS (
@@ -100,9 +101,8 @@ def delete_for_runs(q: str) -> str:
         q,
         f"SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id FROM {q}.checkpoints c "
         "WHERE c.run_id = ANY(%(run_ids)s) AND (c.thread_id, c.checkpoint_ns, c.checkpoint_id) NOT IN ("
-        " SELECT * FROM unnest(%(keep_threads)b::text[], %(keep_namespaces)b::text[], %(keep_ids)b::text[]))"
+        " SELECT * FROM unnest(%(keep_threads)b::text[], %(keep_namespaces)b::text[], %(keep_ids)b::text[]))",
     )
-
 
 
 def prune_keep_latest(q: str) -> str:
@@ -115,9 +115,8 @@ def prune_keep_latest(q: str) -> str:
         "  PARTITION BY c.thread_id, c.checkpoint_ns ORDER BY c.checkpoint_id DESC) AS rank"
         f" FROM {q}.checkpoints c WHERE c.thread_id = ANY(%(thread_ids)s)"
         ") ranked WHERE rank > 1 AND (thread_id, checkpoint_ns, checkpoint_id) NOT IN ("
-        " SELECT * FROM unnest(%(keep_threads)b::text[], %(keep_namespaces)b::text[], %(keep_ids)b::text[]))"
+        " SELECT * FROM unnest(%(keep_threads)b::text[], %(keep_namespaces)b::text[], %(keep_ids)b::text[]))",
     )
-
 
 
 def copy_thread(q: str) -> str:

@@ -80,8 +80,13 @@ class Detail(IntEnum):
 CHECKPOINT_IN_DETAIL = Detail.THREAD_ID  # a Detail row's CheckpointColumn columns start here
 
 _DETAIL_TYPES = {
-    Detail.METADATA_EXACT: "bytea", Detail.VALUE_CHANNELS: "text[]", Detail.VALUE_VERSIONS: "text[]",
-    Detail.IDX: "int", Detail.LIST_CHAIN: "text[]", Detail.ITEM_VERSIONS: "text[]", Detail.VALUE: "bytea",
+    Detail.METADATA_EXACT: "bytea",
+    Detail.VALUE_CHANNELS: "text[]",
+    Detail.VALUE_VERSIONS: "text[]",
+    Detail.IDX: "int",
+    Detail.LIST_CHAIN: "text[]",
+    Detail.ITEM_VERSIONS: "text[]",
+    Detail.VALUE: "bytea",
     Detail.OBJECT_SIZE: "bigint",
 }
 
@@ -91,8 +96,15 @@ def _detail(**exprs: str) -> str:
 
 
 _REF = {"object_key": "object_key", "object_sha256": "object_sha256", "object_size": "object_size"}
-_LIST_ROW = {"channel": "channel", "version": "version", "list_chain": "list_chain", "item_versions": "item_versions",
-             "type": "type", "value": "value", **_REF}
+_LIST_ROW = {
+    "channel": "channel",
+    "version": "version",
+    "list_chain": "list_chain",
+    "item_versions": "item_versions",
+    "type": "type",
+    "value": "value",
+    **_REF,
+}
 
 
 def get_tuple(q: str, *, by_id: bool, cold: bool = False) -> str:
@@ -202,10 +214,20 @@ writes AS MATERIALIZED (
       AND w.checkpoint_id = (SELECT checkpoint_id FROM target)
 ),
 {item_keys}
-SELECT {_detail(part="'c'", thread_id="t.thread_id", checkpoint_ns="t.checkpoint_ns", checkpoint_id="t.checkpoint_id",
-                parent_checkpoint_id="t.parent_checkpoint_id", checkpoint="t.checkpoint", metadata="t.metadata",
-                metadata_exact="t.metadata_exact", value_channels="t.value_channels",
-                value_versions="t.value_versions")}
+SELECT {
+        _detail(
+            part="'c'",
+            thread_id="t.thread_id",
+            checkpoint_ns="t.checkpoint_ns",
+            checkpoint_id="t.checkpoint_id",
+            parent_checkpoint_id="t.parent_checkpoint_id",
+            checkpoint="t.checkpoint",
+            metadata="t.metadata",
+            metadata_exact="t.metadata_exact",
+            value_channels="t.value_channels",
+            value_versions="t.value_versions",
+        )
+    }
 FROM target t
 UNION ALL
 SELECT {_detail(part="'v'", **_LIST_ROW)}
@@ -214,12 +236,22 @@ UNION ALL
 SELECT {_detail(part="'l'", **_LIST_ROW)}
 FROM links
 UNION ALL
-SELECT {_detail(part="'i'", channel="i.channel", version="i.version", idx="i.idx", type="i.type", value="i.value",
-                object_key="i.object_key", object_sha256="i.object_sha256", object_size="i.object_size")}
+SELECT {
+        _detail(
+            part="'i'",
+            channel="i.channel",
+            version="i.version",
+            idx="i.idx",
+            type="i.type",
+            value="i.value",
+            object_key="i.object_key",
+            object_sha256="i.object_sha256",
+            object_size="i.object_size",
+        )
+    }
 {items}
 UNION ALL
-SELECT {_detail(part="'w'", task_id="task_id", task_path="task_path", channel="channel", idx="idx", type="type",
-                value="value", **_REF)}
+SELECT {_detail(part="'w'", task_id="task_id", task_path="task_path", channel="channel", idx="idx", type="type", value="value", **_REF)}
 FROM writes"""
 
 
@@ -277,17 +309,41 @@ UNION ALL
 SELECT {_detail(part="'l'", thread_id="thread_id", checkpoint_ns="checkpoint_ns", **_LIST_ROW)}
 FROM links
 UNION ALL
-SELECT {_detail(part="'i'", thread_id="i.thread_id", checkpoint_ns="i.checkpoint_ns", channel="i.channel",
-                version="i.version", idx="i.idx", type="i.type", value="i.value", object_key="i.object_key",
-                object_sha256="i.object_sha256", object_size="i.object_size")}
+SELECT {
+        _detail(
+            part="'i'",
+            thread_id="i.thread_id",
+            checkpoint_ns="i.checkpoint_ns",
+            channel="i.channel",
+            version="i.version",
+            idx="i.idx",
+            type="i.type",
+            value="i.value",
+            object_key="i.object_key",
+            object_sha256="i.object_sha256",
+            object_size="i.object_size",
+        )
+    }
 FROM item_keys k
 JOIN {q}.channel_items i
   ON i.thread_id = k.thread_id AND i.checkpoint_ns = k.checkpoint_ns
  AND i.channel = k.channel AND i.version = k.version
 UNION ALL
-SELECT {_detail(part="'w'", thread_id="thread_id", checkpoint_ns="checkpoint_ns", checkpoint_id="checkpoint_id",
-                task_id="task_id", task_path="task_path", channel="channel", idx="idx", type="type", value="value",
-                **_REF)}
+SELECT {
+        _detail(
+            part="'w'",
+            thread_id="thread_id",
+            checkpoint_ns="checkpoint_ns",
+            checkpoint_id="checkpoint_id",
+            task_id="task_id",
+            task_path="task_path",
+            channel="channel",
+            idx="idx",
+            type="type",
+            value="value",
+            **_REF,
+        )
+    }
 FROM writes"""
 
 

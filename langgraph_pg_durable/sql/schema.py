@@ -99,8 +99,7 @@ def thread_lock_keys(schema: str, thread_ids: Iterable[str]) -> list[int]:
     """The advisory lock keys of threads' writers, sorted: every writer and deleter of a
     thread takes its key first, and several keys are always taken in this order."""
     keys = {
-        int.from_bytes(hashlib.blake2b(f"{schema}\x00{t}".encode(), digest_size=8, person=b"lgpd-thread").digest(),
-                       "big", signed=True)
+        int.from_bytes(hashlib.blake2b(f"{schema}\x00{t}".encode(), digest_size=8, person=b"lgpd-thread").digest(), "big", signed=True)
         for t in thread_ids
     }
     return sorted(keys)

@@ -32,13 +32,13 @@ class Statements:
         self.put = {True: compact(writes.put_plain(q)), False: compact(writes.put(q))}
         self.put_writes = {
             (replace, offloaded): compact(writes.put_writes(q, replace=replace, offloaded=offloaded))
-            for replace in (False, True) for offloaded in (False, True)
+            for replace in (False, True)
+            for offloaded in (False, True)
         }
         self.put_writes_items = compact(writes.put_writes_items(q))
         self.put_packed_writes = {items: compact(writes.put_packed_writes(q, items=items)) for items in (False, True)}
         self.get_tuple = {
-            (by_id, cold): compact(reads.get_tuple(q, by_id=by_id, cold=cold))
-            for by_id in (False, True) for cold in (False, True)
+            (by_id, cold): compact(reads.get_tuple(q, by_id=by_id, cold=cold)) for by_id in (False, True) for cold in (False, True)
         }
         self.page_details = compact(reads.page_details(q))
         self.latest_checkpoints = reads.latest_checkpoints(q)

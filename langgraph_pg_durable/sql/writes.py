@@ -208,4 +208,3 @@ FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b:
             %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[])
     AS w(idx, channel, type, value, object_key, object_sha256, object_size)
 {skip}ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"""
-

@@ -86,9 +86,7 @@ async def resume(mode: str, dsn: str, schema: str, thread_id: str, counter_file:
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-async def test_sigkill_mid_superstep_reruns_only_the_unfinished_task(
-    mode: str, pg_dsn: str, schema_name: str, tmp_path: Path
-) -> None:
+async def test_sigkill_mid_superstep_reruns_only_the_unfinished_task(mode: str, pg_dsn: str, schema_name: str, tmp_path: Path) -> None:
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
         saver.setup()
     thread_id = f"crash-{uuid.uuid4().hex[:8]}"
@@ -105,8 +103,7 @@ async def test_sigkill_mid_superstep_reruns_only_the_unfinished_task(
         child = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         await poll_until(
-            lambda: committed_fast_writes(pg_dsn, schema_name, thread_id) == len(FAST_TASKS)
-            and executions(counter_file)[SLOW_TASK] == 1,
+            lambda: committed_fast_writes(pg_dsn, schema_name, thread_id) == len(FAST_TASKS) and executions(counter_file)[SLOW_TASK] == 1,
             what="committed writes of the fast tasks while the slow task runs",
             child=child,
             log=log,

@@ -108,8 +108,9 @@ async def test_async_pooled_saver_runs_calls_in_parallel(pg_dsn: str, schema_nam
     async with AsyncDurablePostgresSaver.from_conn_string(_with_app_name(pg_dsn, app_name), schema=schema_name, max_size=4) as saver:
         await saver.setup()
         checkpoint = _checkpoint(saver, {"a": 1})
-        stored = await saver.aput({"configurable": {"thread_id": "shared", "checkpoint_ns": ""}}, checkpoint, {},
-                                  dict(checkpoint["channel_versions"]))
+        stored = await saver.aput(
+            {"configurable": {"thread_id": "shared", "checkpoint_ns": ""}}, checkpoint, {}, dict(checkpoint["channel_versions"])
+        )
         with psycopg.connect(pg_dsn) as blocker:
             blocker.execute(f'LOCK TABLE "{schema_name}".checkpoints IN ACCESS EXCLUSIVE MODE')
             calls = asyncio.gather(*(saver.aget_tuple(stored) for _ in range(4)))

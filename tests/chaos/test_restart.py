@@ -63,9 +63,9 @@ ALL_STEPS = list(range(-1, STEPS + 1))
 
 def committed(dsn: str, schema: str, thread_id: str) -> list[tuple[int, str]]:
     """(step, checkpoint_id) of the thread's committed checkpoints, by step."""
-    query = sql.SQL(
-        "SELECT step, checkpoint_id FROM {}.checkpoints WHERE thread_id = %s AND checkpoint_ns = '' ORDER BY step"
-    ).format(sql.Identifier(schema))
+    query = sql.SQL("SELECT step, checkpoint_id FROM {}.checkpoints WHERE thread_id = %s AND checkpoint_ns = '' ORDER BY step").format(
+        sql.Identifier(schema)
+    )
     with psycopg.connect(dsn, autocommit=True) as conn:
         return conn.execute(query, (thread_id,)).fetchall()
 
@@ -74,9 +74,7 @@ def blocked_on_checkpoints(dsn: str, schema: str) -> int:
     """Statements waiting for a lock on the checkpoints table."""
     table = sql.Identifier(schema, "checkpoints").as_string()
     with psycopg.connect(dsn, autocommit=True) as conn:
-        return conn.execute(
-            "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = %s::regclass", (table,)
-        ).fetchone()[0]
+        return conn.execute("SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = %s::regclass", (table,)).fetchone()[0]
 
 
 async def poll_until(condition: Callable[[], bool], what: str, run_ended: Callable[[], bool]) -> None:
@@ -155,9 +153,7 @@ async def resume(mode: str, dsn: str, schema: str, config: dict[str, Any]) -> tu
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sync", "async"])
-async def test_crash_restart_mid_run_loses_no_committed_checkpoint(
-    mode: str, pg_server: PgServer, schema_name: str
-) -> None:
+async def test_crash_restart_mid_run_loses_no_committed_checkpoint(mode: str, pg_server: PgServer, schema_name: str) -> None:
     if not pg_server.can_restart:
         pytest.skip(f"the {pg_server.kind!r} test server cannot be crash-restarted (e.g. one given by DSN)")
     dsn = pg_server.dsn
@@ -175,9 +171,7 @@ async def test_crash_restart_mid_run_loses_no_committed_checkpoint(
 
         # Hold the run's next put in flight, so the crash interrupts a statement.
         locker = psycopg.connect(dsn)
-        locker.execute(
-            sql.SQL("LOCK TABLE {}.checkpoints IN SHARE ROW EXCLUSIVE MODE").format(sql.Identifier(schema_name))
-        )
+        locker.execute(sql.SQL("LOCK TABLE {}.checkpoints IN SHARE ROW EXCLUSIVE MODE").format(sql.Identifier(schema_name)))
         run.proceed.set()
         await poll_until(lambda: blocked_on_checkpoints(dsn, schema_name) > 0, "put blocked on the lock", run.ended)
         before = committed(dsn, schema_name, thread_id)

@@ -15,8 +15,17 @@ from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
 from langgraph_pg_durable.core.codec import INLINE_MAX_CHARS
 
 SCALARS: dict[str, Any] = {
-    "none": None, "yes": True, "no": False, "zero": 0, "big": 2**62, "ratio": 1.0, "negative": -2.5,
-    "empty": "", "word": "secret-marker", "nul": "a\x00b", "edge": "x" * INLINE_MAX_CHARS,
+    "none": None,
+    "yes": True,
+    "no": False,
+    "zero": 0,
+    "big": 2**62,
+    "ratio": 1.0,
+    "negative": -2.5,
+    "empty": "",
+    "word": "secret-marker",
+    "nul": "a\x00b",
+    "edge": "x" * INLINE_MAX_CHARS,
 }
 ROWS: dict[str, Any] = {"long": "y" * (INLINE_MAX_CHARS + 1), "list": [1, 2], "dict": {"a": 1}}
 
@@ -69,9 +78,7 @@ async def test_the_async_saver_reads_what_the_sync_saver_kept_inline(pg_dsn: str
 
 
 @pytest.mark.parametrize("secret", ["secret-marker"])
-def test_the_serializer_makes_the_inline_bytes_so_encryption_covers_them(
-    pg_dsn: str, schema_name: str, secret: str
-) -> None:
+def test_the_serializer_makes_the_inline_bytes_so_encryption_covers_them(pg_dsn: str, schema_name: str, secret: str) -> None:
     thread = {"configurable": {"thread_id": str(uuid.uuid4()), "checkpoint_ns": ""}}
     serde = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=serde) as saver:
@@ -101,8 +108,9 @@ def test_a_tasks_writes_share_one_row_and_read_back_as_written(pg_dsn: str, sche
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
         saver.setup()
         checkpoint, new = _checkpoint(saver, {"n": 1})
-        stored = saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint,
-                           {"source": "input", "step": -1}, new)
+        stored = saver.put(
+            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint, {"source": "input", "step": -1}, new
+        )
         saver.put_writes(stored, [("a", [1, 2]), ("b", None), ("c", {"x": "y" * 300})], "task-1", "path")
         saver.put_writes(stored, [("a", "again"), ("b", 2), ("c", 3)], "task-1", "path")  # a retry: ignored
         saver.put_writes(stored, [("a", 10), (ERROR, ValueError("boom"))], "task-2")  # special: a row each

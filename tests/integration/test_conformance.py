@@ -27,9 +27,7 @@ class SyncSaverAsAsync(BaseCheckpointSaver):
         return await asyncio.to_thread(self.saver.get_tuple, config)
 
     async def alist(self, config, *, filter=None, before=None, limit=None) -> AsyncIterator[Any]:
-        items = await asyncio.to_thread(
-            lambda: list(self.saver.list(config, filter=filter, before=before, limit=limit))
-        )
+        items = await asyncio.to_thread(lambda: list(self.saver.list(config, filter=filter, before=before, limit=limit)))
         for item in items:
             yield item
 
@@ -113,9 +111,7 @@ async def test_sync_saver_on_the_official_docs_pool_passes_every_group(pg_dsn: s
 
 
 @pytest.mark.parametrize("autocommit", [True, False])
-async def test_sync_saver_on_one_connection_passes_every_group(
-    pg_dsn: str, schema_name: str, autocommit: bool
-) -> None:
+async def test_sync_saver_on_one_connection_passes_every_group(pg_dsn: str, schema_name: str, autocommit: bool) -> None:
     import psycopg
 
     @checkpointer_test(name="DurablePostgresSaver(Connection)")
@@ -175,9 +171,7 @@ async def test_sync_saver_with_offload_passes_every_group(
 
 
 @pytest.mark.parametrize("snapshot_every", [1, 2, 16])
-async def test_async_saver_with_other_snapshot_intervals_passes_every_group(
-    pg_dsn: str, schema_name: str, snapshot_every: int
-) -> None:
+async def test_async_saver_with_other_snapshot_intervals_passes_every_group(pg_dsn: str, schema_name: str, snapshot_every: int) -> None:
     @checkpointer_test(name=f"AsyncDurablePostgresSaver(snapshot_every={snapshot_every})")
     async def factory():
         async with AsyncDurablePostgresSaver.from_conn_string(

@@ -54,8 +54,12 @@ def test_a_planted_zip_bomb_item_is_refused_by_its_stated_size(pg_dsn: str, sche
 
 def test_a_count_in_a_list_row_is_checked_against_the_items_fetched(pg_dsn: str, schema_name: str, threads) -> None:
     kept, config, items = threads
-    _execute(pg_dsn, schema_name, """UPDATE {s}.channel_values SET value = '{{"n":[1000000000000]}}'
-                                     WHERE thread_id = 't' AND list_chain IS NOT NULL""")
+    _execute(
+        pg_dsn,
+        schema_name,
+        """UPDATE {s}.channel_values SET value = '{{"n":[1000000000000]}}'
+                                     WHERE thread_id = 't' AND list_chain IS NOT NULL""",
+    )
     _read_fails(pg_dsn, schema_name, config, ListIntegrityError, "'t'", "'items'", "999,999,999,999", "10 are stored")
     _kept_reads(pg_dsn, schema_name, kept, items)
 
@@ -63,8 +67,7 @@ def test_a_count_in_a_list_row_is_checked_against_the_items_fetched(pg_dsn: str,
 def test_an_item_row_holding_two_objects_does_not_shift_the_others(pg_dsn: str, schema_name: str, threads) -> None:
     kept, config, items = threads
     two = ormsgpack.packb("first") + ormsgpack.packb("second")
-    _execute(pg_dsn, schema_name, "UPDATE {s}.channel_items SET type = 'msgpack', value = %s "
-                                  "WHERE thread_id = 't' AND idx = 2", two)
+    _execute(pg_dsn, schema_name, "UPDATE {s}.channel_items SET type = 'msgpack', value = %s WHERE thread_id = 't' AND idx = 2", two)
     _read_fails(pg_dsn, schema_name, config, DeserializationError, "'t'", "'items'", "not exactly one msgpack object")
     _kept_reads(pg_dsn, schema_name, kept, items)
 
@@ -72,12 +75,17 @@ def test_an_item_row_holding_two_objects_does_not_shift_the_others(pg_dsn: str, 
 def test_items_stored_compressed_before_sizes_were_kept_read_back(pg_dsn: str, schema_name: str, threads) -> None:
     _, config, items = threads
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        rows = conn.execute(sql.SQL("SELECT idx, type, value FROM {}.channel_items WHERE thread_id = 't'")
-                            .format(sql.Identifier(schema_name))).fetchall()
+        rows = conn.execute(
+            sql.SQL("SELECT idx, type, value FROM {}.channel_items WHERE thread_id = 't'").format(sql.Identifier(schema_name))
+        ).fetchall()
         assert rows and all(t.endswith(COMPRESSED) for _, t, _ in rows)
         for idx, type_, value in rows:  # rewrite each as the earlier format stored it
             legacy = type_[: -len(COMPRESSED)] + LEGACY_COMPRESSED
-            conn.execute(sql.SQL("UPDATE {}.channel_items SET type = %s, value = %s WHERE thread_id = 't' AND idx = %s")
-                         .format(sql.Identifier(schema_name)), (legacy, bytes(value)[4:], idx))
+            conn.execute(
+                sql.SQL("UPDATE {}.channel_items SET type = %s, value = %s WHERE thread_id = 't' AND idx = %s").format(
+                    sql.Identifier(schema_name)
+                ),
+                (legacy, bytes(value)[4:], idx),
+            )
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
         assert fresh.get_tuple(config).checkpoint["channel_values"]["items"] == items

@@ -40,8 +40,7 @@ def _update(pg_dsn: str, schema: str, statement: str, *args: Any) -> None:
 
 
 @pytest.mark.parametrize("planted_in", ["channel_values", "channel_items", "packed writes"])
-def test_a_planted_call_runs_nothing_and_is_named(pg_dsn: str, schema_name: str, tmp_path: Path,
-                                                  planted_in: str) -> None:
+def test_a_planted_call_runs_nothing_and_is_named(pg_dsn: str, schema_name: str, tmp_path: Path, planted_in: str) -> None:
     marker = tmp_path / "ran"
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
         saver.setup()
@@ -50,12 +49,10 @@ def test_a_planted_call_runs_nothing_and_is_named(pg_dsn: str, schema_name: str,
         saver.put_writes(config, [("doc", {"w": 1}), ("other", {"w": 2})], "task")
     payload = exploit(marker)
     if planted_in == "channel_values":
-        _update(pg_dsn, schema_name, "UPDATE {s}.channel_values SET value = %s WHERE thread_id = 't' AND channel = 'doc'",
-                payload)
+        _update(pg_dsn, schema_name, "UPDATE {s}.channel_values SET value = %s WHERE thread_id = 't' AND channel = 'doc'", payload)
         expected = "channel 'doc'"
     elif planted_in == "channel_items":
-        _update(pg_dsn, schema_name, "UPDATE {s}.channel_items SET type = 'msgpack', value = %s "
-                                     "WHERE thread_id = 't' AND idx = 3", payload)
+        _update(pg_dsn, schema_name, "UPDATE {s}.channel_items SET type = 'msgpack', value = %s WHERE thread_id = 't' AND idx = 3", payload)
         expected = "channel 'items'"
     else:
         packed = ormsgpack.packb([[0, "doc", "msgpack", payload], [1, "other", "msgpack", ormsgpack.packb(2)]])
@@ -86,8 +83,9 @@ def test_the_users_own_types_are_added_with_allowed_types(pg_dsn: str, schema_na
         with pytest.raises(DeserializationError, match=r"Ticket.*allowed_types"):
             strict.get_tuple(config)
     # Opting out: LangGraph's permissive serializer, given explicitly.
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name,
-                                               serde=JsonPlusSerializer(allowed_msgpack_modules=True)) as permissive:
+    with DurablePostgresSaver.from_conn_string(
+        pg_dsn, schema=schema_name, serde=JsonPlusSerializer(allowed_msgpack_modules=True)
+    ) as permissive:
         assert permissive.get_tuple(config).checkpoint["channel_values"]["ticket"] == ticket
 
 
@@ -99,8 +97,7 @@ def test_langchain_messages_and_langgraph_types_need_no_allowlist(pg_dsn: str, s
     from langgraph.types import Interrupt, Send
 
     values = {
-        "messages": [HumanMessage("hi", id="1"), AIMessage("hello", id="2"),
-                     ToolMessage("42", tool_call_id="c", id="3")],
+        "messages": [HumanMessage("hi", id="1"), AIMessage("hello", id="2"), ToolMessage("42", tool_call_id="c", id="3")],
         "when": datetime(2026, 12, 1, tzinfo=timezone.utc),
         "who": UUID(int=7),
         "tags": {"a", "b"},

@@ -39,8 +39,7 @@ def _checkpoint(saver: Any, values: dict[str, Any], parent: dict[str, Any] | Non
 def _first_checkpoint(saver: Any, thread_id: str = "t", values: dict[str, Any] | None = None) -> dict:
     """Put one checkpoint on a new thread with a sync saver; returns its config."""
     checkpoint, new = _checkpoint(saver, values or {"log": [0]})
-    return saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint,
-                     {"source": "loop", "step": 0}, new)
+    return saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, checkpoint, {"source": "loop", "step": 0}, new)
 
 
 def _three_steps(saver: Any, thread_id: str) -> list[dict]:
@@ -72,9 +71,11 @@ def test_the_sync_saver_works_on_the_pools_users_run(pg_dsn: str, schema_name: s
         saver.setup()
         saver.setup()  # a second run reads the ledger through the caller's row factory too
         configs = _three_steps(saver, "t")
-        got = (saver.get_tuple({"configurable": {"thread_id": "t"}}),
-               list(saver.list({"configurable": {"thread_id": "t"}})),
-               list(saver.list(None, filter={"step": 1})))
+        got = (
+            saver.get_tuple({"configurable": {"thread_id": "t"}}),
+            list(saver.list({"configurable": {"thread_id": "t"}})),
+            list(saver.list(None, filter={"step": 1})),
+        )
     _assert_reads_back(got, configs)
 
 
@@ -92,9 +93,11 @@ async def test_the_async_saver_works_on_the_pools_users_run(pg_dsn: str, schema_
             await saver.aput_writes(config, [("messages", ["next"]), ("step", step + 1)], f"task-{step}")
             configs.append(config)
             parent = checkpoint
-        got = (await saver.aget_tuple({"configurable": {"thread_id": "t"}}),
-               [t async for t in saver.alist({"configurable": {"thread_id": "t"}})],
-               [t async for t in saver.alist(None, filter={"step": 1})])
+        got = (
+            await saver.aget_tuple({"configurable": {"thread_id": "t"}}),
+            [t async for t in saver.alist({"configurable": {"thread_id": "t"}})],
+            [t async for t in saver.alist(None, filter={"step": 1})],
+        )
     _assert_reads_back(got, configs)
 
 
@@ -103,9 +106,11 @@ def test_a_single_dict_row_connection_that_prepares_everything(pg_dsn: str, sche
         saver = DurablePostgresSaver(conn, schema=schema_name)
         saver.setup()
         configs = _three_steps(saver, "t")
-        got = (saver.get_tuple({"configurable": {"thread_id": "t"}}),
-               list(saver.list({"configurable": {"thread_id": "t"}})),
-               list(saver.list(None, filter={"step": 1})))
+        got = (
+            saver.get_tuple({"configurable": {"thread_id": "t"}}),
+            list(saver.list({"configurable": {"thread_id": "t"}})),
+            list(saver.list(None, filter={"step": 1})),
+        )
         # The caller's connection keeps its own row factory.
         assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
     _assert_reads_back(got, configs)
@@ -129,8 +134,7 @@ def test_before_is_read_for_its_checkpoint_id_alone(pg_dsn: str, schema_name: st
         # An empty config lists every thread, as with the official saver.
         every_thread = list(saver.list({}))
     assert on_thread == configs[:2][::-1]
-    assert everywhere == {c["configurable"]["checkpoint_id"] for c in [*configs, *other]
-                          if c["configurable"]["checkpoint_id"] < newest}
+    assert everywhere == {c["configurable"]["checkpoint_id"] for c in [*configs, *other] if c["configurable"]["checkpoint_id"] < newest}
     assert nothing == []
     assert len(every_thread) == 6
 
@@ -157,10 +161,17 @@ RERUNS: dict[str, list[tuple[str, list[tuple[str, Any]]]]] = {
     "an error, then the re-run's writes": [("a", [(ERROR, "boom")]), ("a", [("log", 2), ("plain", 2)])],
     "writes, then an interrupt": [("a", [("log", 1), ("plain", 1)]), ("a", [(INTERRUPT, "ask")]), ("a", [(INTERRUPT, "again")])],
     "writes with an interrupt, twice": [("a", [("log", 1), (INTERRUPT, "ask")]), ("a", [("log", 2), ("plain", 2), (INTERRUPT, "ask2")])],
-    "the null task, with more appended": [(NULL_TASK_ID, [(RESUME, "yes")]), (NULL_TASK_ID, [("log", 1), ("plain", 1)]),
-                                          (NULL_TASK_ID, [("log", 1), ("plain", 1), ("extra", 1)])],
-    "two tasks, each re-run": [("a", [("log", 1), ("plain", 1)]), ("b", [("log", 3)]),
-                               ("b", [("log", 4), ("plain", 4), ("extra", 4)]), ("a", [("log", 2), ("plain", 2), ("extra", 2)])],
+    "the null task, with more appended": [
+        (NULL_TASK_ID, [(RESUME, "yes")]),
+        (NULL_TASK_ID, [("log", 1), ("plain", 1)]),
+        (NULL_TASK_ID, [("log", 1), ("plain", 1), ("extra", 1)]),
+    ],
+    "two tasks, each re-run": [
+        ("a", [("log", 1), ("plain", 1)]),
+        ("b", [("log", 3)]),
+        ("b", [("log", 4), ("plain", 4), ("extra", 4)]),
+        ("a", [("log", 2), ("plain", 2), ("extra", 2)]),
+    ],
 }
 
 
@@ -168,8 +179,7 @@ def _official_writes(pg_dsn: str, schema: str, calls: Sequence[tuple[str, list]]
     """What the official saver keeps for those calls (its tables in their own schema)."""
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
-    with psycopg.connect(pg_dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-                         options=f"-c search_path={schema}") as conn:
+    with psycopg.connect(pg_dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=f"-c search_path={schema}") as conn:
         official = PostgresSaver(conn)
         official.setup()
         config = _first_checkpoint(official)
@@ -212,8 +222,7 @@ async def test_async_rerun_keeps_the_new_channels_write(pg_dsn: str, schema_name
     async with AsyncDurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
         await saver.setup()
         checkpoint, new = _checkpoint(saver, {"log": [0]})
-        config = await saver.aput({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint,
-                                  {"source": "loop", "step": 0}, new)
+        config = await saver.aput({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, {"source": "loop", "step": 0}, new)
         await saver.aput_writes(config, [("log", 1), ("plain", 1)], "done")
         await saver.aput_writes(config, [("log", 2), ("plain", 2), ("extra", ["new"])], "done")
         got = (await saver.aget_tuple(config)).pending_writes
@@ -241,7 +250,7 @@ def test_writes_of_a_pooled_saver_on_a_thread_named_freely(pg_dsn: str, schema_n
         saver = DurablePostgresSaver(pool, schema=schema_name)
         saver.setup()
         config = _first_checkpoint(saver, thread_id)
-        saver.put_writes(config, [("ch'an", 1), ("ch\"an", 2)], "tâsk'")
-        saver.put_writes(config, [("ch'an", 3), ("ch\"an", 4), ("nouveau", 5)], "tâsk'")
+        saver.put_writes(config, [("ch'an", 1), ('ch"an', 2)], "tâsk'")
+        saver.put_writes(config, [("ch'an", 3), ('ch"an', 4), ("nouveau", 5)], "tâsk'")
         got = saver.get_tuple(config).pending_writes
-    assert got == [("tâsk'", "ch'an", 1), ("tâsk'", "ch\"an", 2), ("tâsk'", "nouveau", 5)]
+    assert got == [("tâsk'", "ch'an", 1), ("tâsk'", 'ch"an', 2), ("tâsk'", "nouveau", 5)]

@@ -37,15 +37,15 @@ def _all_bytes(pg_dsn: str, schema: str) -> bytes:
 
 
 def test_a_write_stored_as_items_keys_nothing_a_reader_could_guess(pg_dsn: str, schema_name: str) -> None:
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=encrypted(),
-                                               snapshot_every=8, list_min_bytes=0) as saver:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=encrypted(), snapshot_every=8, list_min_bytes=0) as saver:
         saver.setup()
         config = first_put(saver, "t", {"messages": [f"m{i}" for i in range(20)]})
         saver.put_writes(config, [("messages", [SECRET])], "task")
         assert saver.get_tuple(config).pending_writes == [("task", "messages", [SECRET])]
     with psycopg.connect(pg_dsn) as conn:
-        (key,) = conn.execute(sql.SQL("SELECT item_version FROM {}.checkpoint_writes WHERE item_version IS NOT NULL")
-                              .format(sql.Identifier(schema_name))).fetchone()
+        (key,) = conn.execute(
+            sql.SQL("SELECT item_version FROM {}.checkpoint_writes WHERE item_version IS NOT NULL").format(sql.Identifier(schema_name))
+        ).fetchone()
     # What a reader who guessed the message right would compute, had the key hashed the plaintext.
     identity = f"{config['configurable']['checkpoint_id']}\x00task\x000"
     guess = hashlib.blake2b(identity.encode(), digest_size=9)
@@ -62,8 +62,10 @@ def test_a_row_forged_without_encryption_is_refused(pg_dsn: str, schema_name: st
         kept = first_put(saver, "kept", {"doc": {"b": "another value with a row of its own"}})
     forged_type, forged = JsonPlusSerializer().dumps_typed({"a": "what the forger wants read"})
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("UPDATE {}.channel_values SET type = %s, value = %s WHERE thread_id = 't'")
-                     .format(sql.Identifier(schema_name)), (forged_type, forged))
+        conn.execute(
+            sql.SQL("UPDATE {}.channel_values SET type = %s, value = %s WHERE thread_id = 't'").format(sql.Identifier(schema_name)),
+            (forged_type, forged),
+        )
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=encrypted()) as fresh:
         with pytest.raises(DeserializationError, match="not encrypted.*accept_plaintext") as refused:
             fresh.get_tuple(config)
@@ -78,8 +80,7 @@ def test_threads_written_before_encryption_read_with_accept_plaintext(pg_dsn: st
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=encrypted()) as strict:
         with pytest.raises(DeserializationError, match="not encrypted"):
             strict.get_tuple(old)
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=encrypted(),
-                                               accept_plaintext=True) as migrating:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=encrypted(), accept_plaintext=True) as migrating:
         assert migrating.get_tuple(old).checkpoint["channel_values"] == {"doc": {"from": "before encryption was turned on"}, "n": 1}
         new = first_put(migrating, "new", {"doc": {"from": "after"}})
         assert migrating.with_allowlist([("collections", "OrderedDict")]).get_tuple(old) is not None

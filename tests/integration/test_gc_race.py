@@ -42,8 +42,7 @@ def test_a_put_reuploading_an_object_gc_is_about_to_delete_waits_and_keeps_it(
         def delete_once_the_put_waits(keys: Any) -> None:
             assert orphan in keys  # gc checked references and ages: the orphan is doomed
             # Now a graph step writes the same bytes, to reference that object again.
-            put.append(InBackground(lambda: blob_graph(saver, 1, 2 * MIB).invoke(
-                {"blob": b"", "step": 0}, config, durability="sync")))
+            put.append(InBackground(lambda: blob_graph(saver, 1, 2 * MIB).invoke({"blob": b"", "step": 0}, config, durability="sync")))
             wait_until_blocked_on_a_writer_lock(pg_dsn, put[0])
             real_delete(keys)
 
@@ -55,9 +54,7 @@ def test_a_put_reuploading_an_object_gc_is_about_to_delete_waits_and_keeps_it(
         assert _value(fresh, config) == data
 
 
-def test_gc_waits_for_a_put_that_uploaded_but_has_not_committed(
-    pg_dsn: str, schema_name: str, s3_server: Any, s3_prefix: str
-) -> None:
+def test_gc_waits_for_a_put_that_uploaded_but_has_not_committed(pg_dsn: str, schema_name: str, s3_server: Any, s3_prefix: str) -> None:
     store = store_for(s3_server, s3_prefix)
     config = thread()
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, **store, **NO_REUSE) as saver:

@@ -468,9 +468,7 @@ async def test_subgraph_state_and_interrupt(driver: Driver, pg_dsn: str) -> None
 
         with psycopg.connect(pg_dsn) as conn:
             namespaces = conn.execute(
-                sql.SQL("SELECT DISTINCT checkpoint_ns FROM {}.checkpoints WHERE thread_id = %s").format(
-                    sql.Identifier(driver.schema)
-                ),
+                sql.SQL("SELECT DISTINCT checkpoint_ns FROM {}.checkpoints WHERE thread_id = %s").format(sql.Identifier(driver.schema)),
                 (config["configurable"]["thread_id"],),
             ).fetchall()
         assert sorted(ns for (ns,) in namespaces) == ["", child_ns]
@@ -499,9 +497,7 @@ async def test_parallel_branches_all_writes_land(driver: Driver) -> None:
     config = thread()
     async with driver.saver() as saver:
         executions: Counter[str] = Counter()
-        final = await driver.invoke(
-            fan_out_graph(saver, executions, ask_human=False), {"queries": queries, "results": []}, config
-        )
+        final = await driver.invoke(fan_out_graph(saver, executions, ask_human=False), {"queries": queries, "results": []}, config)
         assert final == expected
         assert final["summary"] == f"{1 + len(FETCHERS) + len(queries)} results"
         assert executions == ref_executions
@@ -527,13 +523,9 @@ async def test_parallel_branch_interrupt_keeps_the_others_writes(driver: Driver)
         assert [t.name for t in paused.tasks if t.result is None] == ["news"]
         stored = await driver.get_tuple(saver, config)
         by_task = {t.id: t.name for t in paused.tasks}
-        landed = sorted(
-            (by_task[task_id], value) for task_id, channel, value in stored.pending_writes if channel == "results"
-        )
+        landed = sorted((by_task[task_id], value) for task_id, channel, value in stored.pending_writes if channel == "results")
         # Every task but the interrupted one wrote its result before the interrupt.
-        assert landed == sorted(
-            [(n, [f"{n}:ok"]) for n in FETCHERS if n != "news"] + [("lookup", [f"lookup:{q}"]) for q in queries]
-        )
+        assert landed == sorted([(n, [f"{n}:ok"]) for n in FETCHERS if n != "news"] + [("lookup", [f"lookup:{q}"]) for q in queries])
         assert [c for _, c, _ in stored.pending_writes].count("__interrupt__") == 1
 
     async with driver.saver() as saver:
@@ -566,9 +558,7 @@ async def test_rows_are_human_readable(driver: Driver, pg_dsn: str) -> None:
     with psycopg.connect(pg_dsn) as conn:
         rows = conn.execute(query, (config["configurable"]["thread_id"],)).fetchall()
     first = [r for r in rows if r[2] == str(run_id)]
-    assert [(step, source) for step, source, _ in first] == [(-1, "input")] + [
-        (step, "loop") for step in range(AGENT_LOOP_STEPS)
-    ]
+    assert [(step, source) for step, source, _ in first] == [(-1, "input")] + [(step, "loop") for step in range(AGENT_LOOP_STEPS)]
     # The second run continues the step count on the same thread.
     last = AGENT_LOOP_STEPS - 1
     second = [(step, source) for step, source, r in rows if r == str(second_run)]

@@ -17,8 +17,9 @@ DOC = {"a document": ["that", "is", "not", "a", "scalar"]}
 
 def _two_steps(saver: DurablePostgresSaver, thread_id: str) -> tuple[dict, dict, dict[str, str]]:
     v1 = {"doc": saver.get_next_version(None, None), "notes": saver.get_next_version(None, None)}
-    first = next_put(saver, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
-                     {"doc": DOC, "notes": ["n"] * 2000}, v1, v1, step=0)
+    first = next_put(
+        saver, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, {"doc": DOC, "notes": ["n"] * 2000}, v1, v1, step=0
+    )
     v2 = {**v1, "doc": saver.get_next_version(v1["doc"], None)}
     second = next_put(saver, first, {"doc": {**DOC, "v": 2}, "notes": ["n"] * 2000}, v2, {"doc": v2["doc"]}, step=1)
     return first, second, v1
@@ -27,8 +28,9 @@ def _two_steps(saver: DurablePostgresSaver, thread_id: str) -> tuple[dict, dict,
 def _delete_value(pg_dsn: str, schema: str, thread_id: str, channel: str, version: str) -> None:
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         deleted = conn.execute(
-            sql.SQL("DELETE FROM {}.channel_values WHERE thread_id = %s AND channel = %s AND version = %s")
-            .format(sql.Identifier(schema)), (thread_id, channel, version)).rowcount
+            sql.SQL("DELETE FROM {}.channel_values WHERE thread_id = %s AND channel = %s AND version = %s").format(sql.Identifier(schema)),
+            (thread_id, channel, version),
+        ).rowcount
     assert deleted == 1
 
 
@@ -38,9 +40,7 @@ def _assert_names(error: BaseException, *names: str) -> None:
 
 
 @pytest.mark.parametrize("channel", ["doc", "notes"])  # a plain value, and a list in the delta layout
-def test_a_value_row_deleted_by_hand_is_an_integrity_error_on_every_read(
-    pg_dsn: str, schema_name: str, channel: str
-) -> None:
+def test_a_value_row_deleted_by_hand_is_an_integrity_error_on_every_read(pg_dsn: str, schema_name: str, channel: str) -> None:
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
         saver.setup()
         first, second, v1 = _two_steps(saver, "t")

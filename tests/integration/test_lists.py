@@ -34,8 +34,13 @@ from langgraph_pg_durable.errors import ListIntegrityError
 # -- random histories of one list channel, put directly ----------------------------------------
 
 ITEMS = st.one_of(
-    st.text(max_size=12), st.integers(-5, 5), st.booleans(), st.none(), st.floats(allow_nan=False, width=32),
-    st.tuples(st.integers(0, 3), st.text(max_size=3)), st.dictionaries(st.text(max_size=3), st.integers(0, 3), max_size=2),
+    st.text(max_size=12),
+    st.integers(-5, 5),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, width=32),
+    st.tuples(st.integers(0, 3), st.text(max_size=3)),
+    st.dictionaries(st.text(max_size=3), st.integers(0, 3), max_size=2),
 )
 OPS = st.one_of(
     st.tuples(st.just("append"), st.lists(ITEMS, min_size=0, max_size=4)),
@@ -114,10 +119,10 @@ class History:
             self.head = (config, stored.checkpoint, value)
 
 
-def check_every_checkpoint(dsn: str, schema: str, thread_id: str, expected: dict[str, Any], serde: Any,
-                           **options: Any) -> None:
+def check_every_checkpoint(dsn: str, schema: str, thread_id: str, expected: dict[str, Any], serde: Any, **options: Any) -> None:
     """Fresh savers, sync and async, restore each surviving checkpoint exactly, by id and
     through list()."""
+
     def roundtrip(value: Any) -> Any:
         return serde.loads_typed(serde.dumps_typed(value))
 
@@ -128,8 +133,7 @@ def check_every_checkpoint(dsn: str, schema: str, thread_id: str, expected: dict
             want = roundtrip(expected[checkpoint_id])
             got = tuple_.checkpoint["channel_values"]["items"]
             assert got == want and _types(got) == _types(want), checkpoint_id
-            one = fresh.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": "",
-                                                    "checkpoint_id": checkpoint_id}})
+            one = fresh.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}})
             assert one is not None and one.checkpoint["channel_values"]["items"] == want
             assert _types(one.checkpoint["channel_values"]["items"]) == _types(want)
 
@@ -165,14 +169,13 @@ def shared_schema(pg_dsn: str) -> Any:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(OPS, min_size=1, max_size=25), snapshot_every=st.sampled_from([1, 2, 3, 5, 16]),
-       min_bytes=st.sampled_from([0, 40]))
-def test_random_histories_restore_exactly(pg_dsn: str, shared_schema: str, ops: list, snapshot_every: int,
-                                          min_bytes: int) -> None:
+@given(ops=st.lists(OPS, min_size=1, max_size=25), snapshot_every=st.sampled_from([1, 2, 3, 5, 16]), min_bytes=st.sampled_from([0, 40]))
+def test_random_histories_restore_exactly(pg_dsn: str, shared_schema: str, ops: list, snapshot_every: int, min_bytes: int) -> None:
     """min_bytes 40: lists move between the whole and the delta layout as they grow and shrink."""
     thread_id = f"h-{uuid.uuid4().hex[:10]}"
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=shared_schema, snapshot_every=snapshot_every,
-                                               list_min_bytes=min_bytes) as saver:
+    with DurablePostgresSaver.from_conn_string(
+        pg_dsn, schema=shared_schema, snapshot_every=snapshot_every, list_min_bytes=min_bytes
+    ) as saver:
         history = History(saver, thread_id)
         value: Any = []
         history.put(value)
@@ -218,8 +221,10 @@ async def test_the_async_saver_writes_and_reads_the_same_layout(pg_dsn: str, sch
     check_every_checkpoint(pg_dsn, schema_name, thread_id, expected, saver.serde)
     with psycopg.connect(pg_dsn) as conn:
         kinds = conn.execute(
-            f'SELECT count(*) FILTER (WHERE cardinality(list_chain) > 0), count(*) FILTER (WHERE cardinality(list_chain) = 0) '
-            f'FROM "{schema_name}".channel_values WHERE type = %s', (LIST_TYPE,)).fetchone()
+            f"SELECT count(*) FILTER (WHERE cardinality(list_chain) > 0), count(*) FILTER (WHERE cardinality(list_chain) = 0) "
+            f'FROM "{schema_name}".channel_values WHERE type = %s',
+            (LIST_TYPE,),
+        ).fetchone()
     assert kinds[0] > 0 and kinds[1] > 0  # both deltas and snapshots were written
 
 
@@ -237,8 +242,7 @@ def test_a_growing_list_stores_each_item_once(pg_dsn: str, schema_name: str) -> 
             history.put(value)
     with psycopg.connect(pg_dsn) as conn:
         items = conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_items').fetchone()[0]
-        snapshots = conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_values '
-                                 "WHERE cardinality(list_chain) = 0").fetchone()[0]
+        snapshots = conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_values WHERE cardinality(list_chain) = 0').fetchone()[0]
     assert items == 40  # not 1 + 2 + ... + 40
     assert snapshots == 5  # versions 1, 9, 17, 25, 33: one in eight
     check_every_checkpoint(pg_dsn, schema_name, thread_id, history.expected, saver.serde)
@@ -296,7 +300,8 @@ def test_a_put_that_outruns_the_pending_write_stores_the_items_itself(pg_dsn: st
         parent = history.head[1]["id"]
         # The writes' items are offered (as put_writes does before it is sent) but never stored.
         built = encode.put_writes_params(
-            saver.codec, history.head[0], [("items", ["second"])], "task", "", saver.placement, saver.lists, saver.memory)
+            saver.codec, history.head[0], [("items", ["second"])], "task", "", saver.placement, saver.lists, saver.memory
+        )
         for channel, offered in built.offers:
             saver.memory.offer("outrun", "", parent, channel, offered)
         history.put(["first", "second"])
@@ -335,9 +340,7 @@ def _grow(saver: Any, thread_id: str, steps: int) -> History:
 
 
 @pytest.mark.parametrize("grow", [_grow, _append_steps], ids=["puts", "pending writes"])
-def test_prune_copy_and_delete_keep_every_surviving_checkpoint_restorable(
-    pg_dsn: str, schema_name: str, grow: Any
-) -> None:
+def test_prune_copy_and_delete_keep_every_surviving_checkpoint_restorable(pg_dsn: str, schema_name: str, grow: Any) -> None:
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=5, list_min_bytes=0) as saver:
         saver.setup()
         a = grow(saver, "chain-a", 13)
@@ -350,8 +353,7 @@ def test_prune_copy_and_delete_keep_every_surviving_checkpoint_restorable(
 
         def items_of(thread_id: str) -> int:
             with psycopg.connect(pg_dsn) as conn:
-                return conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_items WHERE thread_id = %s',
-                                    (thread_id,)).fetchone()[0]
+                return conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_items WHERE thread_id = %s', (thread_id,)).fetchone()[0]
 
         assert items_of("chain-a") == len(a.order[-1][2])  # what the latest list uses, nothing more
         saver.delete_thread("chain-a")
@@ -394,9 +396,7 @@ def chat_graph(checkpointer: Any) -> Any:
 
 
 @pytest.mark.parametrize("snapshot_every", [1, 3, 16])
-def test_a_chat_with_edits_and_removals_matches_the_in_memory_saver(
-    pg_dsn: str, schema_name: str, snapshot_every: int
-) -> None:
+def test_a_chat_with_edits_and_removals_matches_the_in_memory_saver(pg_dsn: str, schema_name: str, snapshot_every: int) -> None:
     def run(checkpointer: Any) -> tuple[list, list]:
         app = chat_graph(checkpointer)
         config = {"configurable": {"thread_id": "chat"}}
@@ -408,15 +408,13 @@ def test_a_chat_with_edits_and_removals_matches_the_in_memory_saver(
         return app.get_state(config).values, history
 
     want = run(InMemorySaver())
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=snapshot_every,
-                                               list_min_bytes=0) as saver:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=snapshot_every, list_min_bytes=0) as saver:
         saver.setup()
         run_result = run(saver)
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=snapshot_every) as fresh:
         app = chat_graph(fresh)
         config = {"configurable": {"thread_id": "chat"}}
-        from_fresh = (app.get_state(config).values,
-                      [(s.values, s.next, s.metadata.get("step")) for s in app.get_state_history(config)])
+        from_fresh = (app.get_state(config).values, [(s.values, s.next, s.metadata.get("step")) for s in app.get_state_history(config)])
     assert run_result == want
     assert from_fresh == want
     assert [m.id for m in want[0]["messages"]][:6] == ["h0", "ai-h0", "h1", "ai-h1", "h2", "ai-h2"]
@@ -505,9 +503,7 @@ def _default_walk(saver: Any, config: dict, channels: list[str]) -> Any:
     return BaseCheckpointSaver.get_delta_channel_history(saver, config=config, channels=channels)
 
 
-async def test_delta_channel_history_matches_langgraphs_walk_for_every_checkpoint(
-    pg_dsn: str, schema_name: str
-) -> None:
+async def test_delta_channel_history_matches_langgraphs_walk_for_every_checkpoint(pg_dsn: str, schema_name: str) -> None:
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
         saver.setup()
         app = delta_channel_graph(saver)
@@ -544,9 +540,7 @@ def test_prune_keeps_the_ancestors_a_delta_channel_replays(pg_dsn: str, schema_n
         assert delta_channel_graph(fresh).get_state(config).values == want
 
 
-def test_delete_for_runs_keeps_the_ancestors_a_surviving_delta_channel_replays(
-    pg_dsn: str, schema_name: str
-) -> None:
+def test_delete_for_runs_keeps_the_ancestors_a_surviving_delta_channel_replays(pg_dsn: str, schema_name: str) -> None:
     """A second run's checkpoints replay writes that the first run's checkpoints hold
     (LangGraph takes the run id from metadata; it drops config["run_id"])."""
 
@@ -596,8 +590,7 @@ def test_items_from_one_kib_are_stored_compressed_and_extend_after_a_fresh_read(
         history.append([random.Random(9).randbytes(1500)])  # random bytes do not compress: kept as they are
     with psycopg.connect(pg_dsn) as conn:
         stored = conn.execute(f'SELECT type, length(value) FROM "{schema_name}".channel_items ORDER BY version, idx').fetchall()
-        snapshots = conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_values '
-                                 "WHERE cardinality(list_chain) = 0").fetchone()[0]
+        snapshots = conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_values WHERE cardinality(list_chain) = 0').fetchone()[0]
     compressed = [n for t, n in stored if t.endswith(COMPRESSED)]
     assert len(compressed) == 3 and all(n < 1100 for n in compressed)
     assert len(stored) == 6  # each item once

@@ -42,9 +42,12 @@ def test_a_row_pointing_at_another_savers_object_is_refused_unfetched(
     foreign = object_key("someone_else/objects", digest)
     obstore.put(open_same_store(store), foreign, secret)
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("UPDATE {}.channel_values SET object_key = %s, object_sha256 = %s, object_size = %s "
-                             "WHERE object_key IS NOT NULL").format(sql.Identifier(schema_name)),
-                     (foreign, digest, len(secret)))
+        conn.execute(
+            sql.SQL(
+                "UPDATE {}.channel_values SET object_key = %s, object_sha256 = %s, object_size = %s WHERE object_key IS NOT NULL"
+            ).format(sql.Identifier(schema_name)),
+            (foreign, digest, len(secret)),
+        )
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, **store) as fresh:
         with pytest.raises(ObjectIntegrityError) as refused:
             _graph_state(fresh, config)
@@ -55,9 +58,7 @@ def test_a_row_pointing_at_another_savers_object_is_refused_unfetched(
     assert f"{len(secret):,}" not in message and str(len(secret)) not in message
 
 
-def test_a_tampered_object_is_named_without_its_size(
-    pg_dsn: str, schema_name: str, s3_server: Any, s3_prefix: str
-) -> None:
+def test_a_tampered_object_is_named_without_its_size(pg_dsn: str, schema_name: str, s3_server: Any, s3_prefix: str) -> None:
     store = store_for(s3_server, s3_prefix)
     config = _one_blob_thread(pg_dsn, schema_name, store)
     (key,) = stored_keys(store)
@@ -76,10 +77,14 @@ def test_gc_of_a_prefix_keeps_the_objects_of_a_saver_whose_prefix_lies_below_it(
     outer_schema, inner_schema = schema_name, f"{schema_name}_inner"
     outer_config, inner_config = thread(), thread()
     try:
-        with DurablePostgresSaver.from_conn_string(pg_dsn, schema=outer_schema, object_prefix="shared",
-                                                   object_reuse_window=timedelta(0), **store) as outer, \
-             DurablePostgresSaver.from_conn_string(pg_dsn, schema=inner_schema, object_prefix="shared/ab",
-                                                   object_reuse_window=timedelta(0), **store) as inner:
+        with (
+            DurablePostgresSaver.from_conn_string(
+                pg_dsn, schema=outer_schema, object_prefix="shared", object_reuse_window=timedelta(0), **store
+            ) as outer,
+            DurablePostgresSaver.from_conn_string(
+                pg_dsn, schema=inner_schema, object_prefix="shared/ab", object_reuse_window=timedelta(0), **store
+            ) as inner,
+        ):
             outer.setup()
             inner.setup()
             blob_graph(outer, 1, 2 * MIB).invoke({"blob": b"", "step": 0}, outer_config, durability="sync")
@@ -92,8 +97,7 @@ def test_gc_of_a_prefix_keeps_the_objects_of_a_saver_whose_prefix_lies_below_it(
             outer.delete_thread(outer_config["configurable"]["thread_id"])
             assert outer.gc(grace_period=timedelta(0)) == 1  # its own object, and nothing else
             assert inner_keys <= set(stored_keys(store))
-        with DurablePostgresSaver.from_conn_string(pg_dsn, schema=inner_schema, object_prefix="shared/ab",
-                                                   **store) as fresh:
+        with DurablePostgresSaver.from_conn_string(pg_dsn, schema=inner_schema, object_prefix="shared/ab", **store) as fresh:
             assert _graph_state(fresh, inner_config)["blob"] == payload(4242, 2 * MIB)
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:

@@ -129,8 +129,15 @@ def rows(dsn: str, schema: str, sql: str, *args: Any) -> list[tuple]:
 
 
 def referenced_keys(dsn: str, schema: str) -> set[str]:
-    return {r[0] for r in rows(dsn, schema, "SELECT object_key FROM {s}.channel_values WHERE object_key IS NOT NULL"
-                                            " UNION SELECT object_key FROM {s}.checkpoint_writes WHERE object_key IS NOT NULL")}
+    return {
+        r[0]
+        for r in rows(
+            dsn,
+            schema,
+            "SELECT object_key FROM {s}.channel_values WHERE object_key IS NOT NULL"
+            " UNION SELECT object_key FROM {s}.checkpoint_writes WHERE object_key IS NOT NULL",
+        )
+    }
 
 
 # -- round trips -----------------------------------------------------------------------------
@@ -149,8 +156,12 @@ async def test_large_values_round_trip_through_the_store(
         state = await driver.state(blob_graph(saver, 2, size), config)
     assert state.values == {"blob": payload(1, size), "step": 2}
 
-    offloaded = rows(pg_dsn, schema_name, "SELECT value IS NULL, object_key, object_sha256, object_size "
-                                          "FROM {s}.channel_values WHERE channel = 'blob' AND object_key IS NOT NULL")
+    offloaded = rows(
+        pg_dsn,
+        schema_name,
+        "SELECT value IS NULL, object_key, object_sha256, object_size "
+        "FROM {s}.channel_values WHERE channel = 'blob' AND object_key IS NOT NULL",
+    )
     assert len(offloaded) == 2  # steps 1 and 2; the empty input value stays inline
     objects = stored_keys(store)
     for value_is_null, key, sha, object_size in offloaded:
@@ -161,8 +172,7 @@ async def test_large_values_round_trip_through_the_store(
     assert referenced_keys(pg_dsn, schema_name) == set(objects)
 
 
-async def test_a_value_at_the_threshold_stays_inline(driver: Driver, store: dict[str, Any], pg_dsn: str,
-                                                     schema_name: str) -> None:
+async def test_a_value_at_the_threshold_stays_inline(driver: Driver, store: dict[str, Any], pg_dsn: str, schema_name: str) -> None:
     config = thread()
     async with driver.saver(**store) as saver:
         await driver.invoke(blob_graph(saver, 1, MIB), {"blob": b"", "step": 0}, config)
@@ -173,8 +183,7 @@ async def test_a_value_at_the_threshold_stays_inline(driver: Driver, store: dict
 
 
 @pytest.mark.slow
-async def test_a_600_mb_value_round_trips_through_s3(pg_dsn: str, schema_name: str, s3_server: Any,
-                                                     s3_prefix: str) -> None:
+async def test_a_600_mb_value_round_trips_through_s3(pg_dsn: str, schema_name: str, s3_server: Any, s3_prefix: str) -> None:
     options = {"object_store": s3_server.url(s3_prefix), "object_store_options": s3_server.options()}
     size = 600 * MIB
     big = os.urandom(size)
@@ -266,17 +275,14 @@ async def test_a_damaged_object_raises_an_error_naming_thread_checkpoint_channel
     async with driver.saver(**store) as saver:
         with pytest.raises(ObjectIntegrityError) as failure:
             await driver.state(blob_graph(saver, 1, 2 * MIB), config)
-    checkpoint_id = rows(pg_dsn, schema_name, "SELECT checkpoint_id FROM {s}.checkpoints "
-                                              "ORDER BY checkpoint_id DESC LIMIT 1")[0][0]
+    checkpoint_id = rows(pg_dsn, schema_name, "SELECT checkpoint_id FROM {s}.checkpoints ORDER BY checkpoint_id DESC LIMIT 1")[0][0]
     message = str(failure.value)
     for name in (config["configurable"]["thread_id"], checkpoint_id, "'blob'", key):
         assert name in message, (name, message)
     assert ("does not match" if damage == "tampered" else "missing") in message
 
 
-async def test_the_object_holds_the_serializers_output_so_encryption_covers_it(
-    pg_dsn: str, schema_name: str, tmp_path: Path
-) -> None:
+async def test_the_object_holds_the_serializers_output_so_encryption_covers_it(pg_dsn: str, schema_name: str, tmp_path: Path) -> None:
     store = {"object_store": f"file://{tmp_path}/objects"}
     serde = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
     marker = b"PLAINTEXT-MARKER-" * 100_000
@@ -340,8 +346,11 @@ async def test_gc_deletes_exactly_the_objects_no_row_references(
         await driver.invoke(blob_graph(saver, 2, size), {"blob": b"", "step": 0}, a)
         await driver.invoke(blob_graph(saver, 1, size), {"blob": b"", "step": 0}, b)
         # A fork of a, from its first step, with a value of its own.
-        history = [s async for s in blob_graph(saver, 2, size).aget_state_history(a)] if driver.mode == "async" \
+        history = (
+            [s async for s in blob_graph(saver, 2, size).aget_state_history(a)]
+            if driver.mode == "async"
             else list(blob_graph(saver, 2, size).get_state_history(a))
+        )
         first_step = next(s for s in history if s.values.get("step") == 1)
         app = blob_graph(saver, 2, size)
         fork_value = payload(1234, size)
@@ -380,10 +389,8 @@ async def test_gc_deletes_exactly_the_objects_no_row_references(
         assert stored_keys(store) == {}
 
 
-async def test_gc_refuses_a_grace_period_shorter_than_the_reuse_window(pg_dsn: str, schema_name: str,
-                                                                      tmp_path: Path) -> None:
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name,
-                                               object_store=f"file://{tmp_path}") as saver:
+async def test_gc_refuses_a_grace_period_shorter_than_the_reuse_window(pg_dsn: str, schema_name: str, tmp_path: Path) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, object_store=f"file://{tmp_path}") as saver:
         saver.setup()
         with pytest.raises(ConfigError, match="object_reuse_window"):
             saver.gc(grace_period=timedelta(seconds=1))
@@ -392,11 +399,9 @@ async def test_gc_refuses_a_grace_period_shorter_than_the_reuse_window(pg_dsn: s
 # -- without a store ---------------------------------------------------------------------------
 
 
-async def test_a_saver_without_a_store_names_the_object_it_cannot_read(pg_dsn: str, schema_name: str,
-                                                                       tmp_path: Path) -> None:
+async def test_a_saver_without_a_store_names_the_object_it_cannot_read(pg_dsn: str, schema_name: str, tmp_path: Path) -> None:
     config = thread()
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name,
-                                               object_store=f"file://{tmp_path}") as saver:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, object_store=f"file://{tmp_path}") as saver:
         saver.setup()
         blob_graph(saver, 1, 2 * MIB).invoke({"blob": b"", "step": 0}, config, durability="sync")
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:

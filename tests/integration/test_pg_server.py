@@ -65,10 +65,7 @@ def test_schema_name_is_fresh(schema_name: str, pg_dsn: str) -> None:
 
 def _start_embedded_in_new_process(data_dir: Path) -> str:
     """Run start_embedded in a child process that then exits, as a user's script would."""
-    code = (
-        "import sys; from langgraph_pg_durable.embedded import start_embedded; "
-        "print(start_embedded(sys.argv[1]))"
-    )
+    code = "import sys; from langgraph_pg_durable.embedded import start_embedded; print(start_embedded(sys.argv[1]))"
     path = [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path))}
     argv = [sys.executable, "-c", code, str(data_dir)]

@@ -23,8 +23,7 @@ NOTES = [f"note {i}" for i in range(400)]  # a list in the delta layout
 def _history(saver: DurablePostgresSaver) -> tuple[dict, dict[str, str]]:
     """Two checkpoints of thread 't': a doc and a growing list; returns the second and its versions."""
     v1 = {"doc": saver.get_next_version(None, None), "notes": saver.get_next_version(None, None)}
-    first = next_put(saver, {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
-                     {"doc": {"v": 1}, "notes": NOTES}, v1, v1, step=0)
+    first = next_put(saver, {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, {"doc": {"v": 1}, "notes": NOTES}, v1, v1, step=0)
     v2 = {**v1, "notes": saver.get_next_version(v1["notes"], None)}
     second = next_put(saver, first, {"doc": {"v": 1}, "notes": [*NOTES, "more"]}, v2, {"notes": v2["notes"]}, step=1)
     return second, v2
@@ -92,9 +91,7 @@ def test_a_put_waits_for_a_delete_thread_and_then_writes_a_whole_checkpoint(
         assert [t.config for t in fresh.list({"configurable": {"thread_id": "t"}})] == [third]
 
 
-def test_a_delete_thread_waits_for_a_put_and_then_deletes_it_too(
-    saver: DurablePostgresSaver, pg_dsn: str, schema_name: str
-) -> None:
+def test_a_delete_thread_waits_for_a_put_and_then_deletes_it_too(saver: DurablePostgresSaver, pg_dsn: str, schema_name: str) -> None:
     second, v2 = _history(saver)
     with psycopg.connect(pg_dsn) as writer, writer.transaction():  # a put in flight, not committed
         in_flight = DurablePostgresSaver(writer, schema=schema_name)
@@ -104,14 +101,14 @@ def test_a_delete_thread_waits_for_a_put_and_then_deletes_it_too(
         wait_until_blocked_on_a_writer_lock(pg_dsn, delete)
     delete.result()
     with psycopg.connect(pg_dsn) as conn:
-        left = [conn.execute(f'SELECT count(*) FROM "{schema_name}".{table} WHERE thread_id = %s', ["t"]).fetchone()[0]
-                for table in ("checkpoints", "channel_values", "channel_items", "checkpoint_writes")]
+        left = [
+            conn.execute(f'SELECT count(*) FROM "{schema_name}".{table} WHERE thread_id = %s', ["t"]).fetchone()[0]
+            for table in ("checkpoints", "channel_values", "channel_items", "checkpoint_writes")
+        ]
     assert left == [0, 0, 0, 0]
 
 
-def test_a_prune_waits_for_a_put_and_keeps_what_it_needs(
-    saver: DurablePostgresSaver, pg_dsn: str, schema_name: str
-) -> None:
+def test_a_prune_waits_for_a_put_and_keeps_what_it_needs(saver: DurablePostgresSaver, pg_dsn: str, schema_name: str) -> None:
     second, v2 = _history(saver)
     with psycopg.connect(pg_dsn) as writer, writer.transaction():
         in_flight = DurablePostgresSaver(writer, schema=schema_name)

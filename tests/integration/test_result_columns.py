@@ -25,8 +25,16 @@ def test_the_server_names_every_read_column_as_declared(pg_dsn: str, schema_name
     with psycopg.connect(pg_dsn) as conn:
         for sql in statements.get_tuple.values():
             assert _columns(conn, sql, lane) == detail
-        page = {"v_threads": empty, "v_namespaces": empty, "v_channels": empty, "v_versions": empty,
-                "w_threads": empty, "w_namespaces": empty, "w_checkpoints": empty, "known": "[]"}
+        page = {
+            "v_threads": empty,
+            "v_namespaces": empty,
+            "v_channels": empty,
+            "v_versions": empty,
+            "w_threads": empty,
+            "w_namespaces": empty,
+            "w_checkpoints": empty,
+            "known": "[]",
+        }
         assert _columns(conn, statements.page_details, page) == detail
         checkpoint = [c.name.lower() for c in CheckpointColumn]
         assert _columns(conn, statements.list_page(""), {"page_size": 1}) == checkpoint

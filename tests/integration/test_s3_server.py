@@ -57,9 +57,7 @@ def test_stop_ends_the_process_and_deletes_its_files_once() -> None:
     assert not [p for p in server._stray_files if p.exists()]
 
 
-def test_gate_down_makes_server_unreachable_then_up_restores_it(
-    s3_server: S3Server, s3_prefix: str
-) -> None:
+def test_gate_down_makes_server_unreachable_then_up_restores_it(s3_server: S3Server, s3_prefix: str) -> None:
     with TcpGate.in_front_of(s3_server.endpoint) as gate:
         options = s3_server.options()
         options["config"]["endpoint"] = gate.endpoint

@@ -31,8 +31,7 @@ def saver(pg_dsn: str, schema_name: str):
         yield saver
 
 
-def test_copy_thread_into_a_thread_that_has_checkpoints_is_refused(saver: DurablePostgresSaver, pg_dsn: str,
-                                                                   schema_name: str) -> None:
+def test_copy_thread_into_a_thread_that_has_checkpoints_is_refused(saver: DurablePostgresSaver, pg_dsn: str, schema_name: str) -> None:
     _put(saver, "source", "from the source")
     target = _put(saver, "target", "the target's own")
     with pytest.raises(ConfigError, match="'target' has checkpoints already.*nothing was copied"):
@@ -40,11 +39,9 @@ def test_copy_thread_into_a_thread_that_has_checkpoints_is_refused(saver: Durabl
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
         assert fresh.get_tuple(target).checkpoint["channel_values"] == {"v": "the target's own"}
         assert [t.config for t in fresh.list({"configurable": {"thread_id": "target"}})] == [target]
-        assert fresh.get_tuple({"configurable": {"thread_id": "source"}}).checkpoint["channel_values"] == {
-            "v": "from the source"}
+        assert fresh.get_tuple({"configurable": {"thread_id": "source"}}).checkpoint["channel_values"] == {"v": "from the source"}
     saver.copy_thread("source", "empty")  # a thread with no checkpoints is a fine target
-    assert saver.get_tuple({"configurable": {"thread_id": "empty"}}).checkpoint["channel_values"] == {
-        "v": "from the source"}
+    assert saver.get_tuple({"configurable": {"thread_id": "empty"}}).checkpoint["channel_values"] == {"v": "from the source"}
 
 
 def test_a_key_the_server_refuses_fails_at_once_with_a_short_named_error(saver: DurablePostgresSaver) -> None:
@@ -56,7 +53,6 @@ def test_a_key_the_server_refuses_fails_at_once_with_a_short_named_error(saver: 
     message = str(refused.value)
     assert "not retried" in message and "put of checkpoint" in message and len(message) < 1_000
     assert saver.get_tuple(kept).checkpoint["channel_values"] == {"v": "safe"}
-
 
 
 @pytest.mark.parametrize("limit", ["5", -1, 1.5, True])
@@ -90,8 +86,9 @@ def test_a_lone_surrogate_is_named(saver: DurablePostgresSaver) -> None:
         _put(saver, "t\ud800", "x")
     checkpoint = empty_checkpoint()
     with pytest.raises(ConfigError, match="metadata holds 'bad .udc80', with a lone surrogate"):
-        saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint,
-                  {"source": "input", "step": -1, "note": "bad \udc80"}, {})
+        saver.put(
+            {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, {"source": "input", "step": -1, "note": "bad \udc80"}, {}
+        )
     with pytest.raises(ConfigError, match="filter holds"):
         list(saver.list(None, filter={"note": "bad \udc80"}))
 
@@ -107,8 +104,12 @@ def test_deeply_nested_metadata_and_filters_are_named_not_a_recursion_error(save
     kept = _put(saver, "kept", "safe")
     checkpoint = empty_checkpoint()
     with pytest.raises(ConfigError, match="metadata nests deeper than 64"):
-        saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint,
-                  {"source": "input", "step": -1, "deep": _nested(5000)}, {})
+        saver.put(
+            {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+            checkpoint,
+            {"source": "input", "step": -1, "deep": _nested(5000)},
+            {},
+        )
     with pytest.raises(ConfigError, match="filter nests deeper than 64"):
         list(saver.list(None, filter={"deep": _nested(5000)}))
     _put(saver, "ok", "x")  # 60 levels are fine
@@ -119,8 +120,7 @@ def test_deeply_nested_metadata_and_filters_are_named_not_a_recursion_error(save
 def test_a_config_key_that_is_not_a_string_is_named(saver: DurablePostgresSaver) -> None:
     checkpoint = empty_checkpoint()
     with pytest.raises(ConfigError, match="not a string: 7"):
-        saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": "", 7: "x"}}, checkpoint,
-                  {"source": "input", "step": -1}, {})
+        saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": "", 7: "x"}}, checkpoint, {"source": "input", "step": -1}, {})
 
 
 @pytest.mark.parametrize("broken", ["no id", "no channel_values", "not a mapping"])
@@ -133,8 +133,12 @@ def test_a_checkpoint_without_its_fields_is_named(saver: DurablePostgresSaver, b
     else:
         checkpoint = ["not", "a", "checkpoint"]
     with pytest.raises(ConfigError, match="the checkpoint has no"):
-        saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint,  # type: ignore[arg-type]
-                  {"source": "input", "step": -1}, {})
+        saver.put(
+            {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+            checkpoint,  # type: ignore[arg-type]
+            {"source": "input", "step": -1},
+            {},
+        )
 
 
 # -- what cannot be decoded is named ---------------------------------------------------------

@@ -45,9 +45,7 @@ def _grant(pg_dsn: str, schema: str, role: str) -> None:
             conn.execute(sql.SQL(grant).format(s=sql.Identifier(schema), r=sql.Identifier(role)))
 
 
-def test_the_app_role_runs_setup_and_every_operation_without_create(
-    pg_dsn: str, schema_name: str, app_role: tuple[str, str]
-) -> None:
+def test_the_app_role_runs_setup_and_every_operation_without_create(pg_dsn: str, schema_name: str, app_role: tuple[str, str]) -> None:
     role, app_dsn = app_role
     with DurablePostgresSaver.from_conn_string(app_dsn, schema=schema_name) as app:
         with pytest.raises(StatementError, match="42501"):  # it cannot create the schema itself
@@ -60,8 +58,12 @@ def test_the_app_role_runs_setup_and_every_operation_without_create(
         checkpoint = empty_checkpoint()
         checkpoint["channel_values"] = {"items": [f"item {i}" for i in range(2000)], "n": 1}
         checkpoint["channel_versions"] = {"items": app.get_next_version(None, None), "n": app.get_next_version(None, None)}
-        config = app.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint,
-                         {"source": "input", "step": -1}, dict(checkpoint["channel_versions"]))
+        config = app.put(
+            {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+            checkpoint,
+            {"source": "input", "step": -1},
+            dict(checkpoint["channel_versions"]),
+        )
         app.put_writes(config, [("items", ["more"]), ("n", 2)], "task")
         assert app.get_tuple(config).checkpoint["channel_values"]["n"] == 1
         assert len(list(app.list(None))) == 1
@@ -75,9 +77,7 @@ def test_the_app_role_runs_setup_and_every_operation_without_create(
         assert ledger.fetchone()[0] == len(migrations())
 
 
-async def test_the_async_app_role_runs_setup_on_a_current_schema(
-    pg_dsn: str, schema_name: str, app_role: tuple[str, str]
-) -> None:
+async def test_the_async_app_role_runs_setup_on_a_current_schema(pg_dsn: str, schema_name: str, app_role: tuple[str, str]) -> None:
     role, app_dsn = app_role
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as owner:
         owner.setup()

@@ -36,9 +36,7 @@ def _schemas(pg_dsn: str) -> set[str]:
 
 
 @pytest.mark.parametrize("name", HOSTILE)
-def test_a_hostile_or_unusable_schema_name_is_refused_by_name_before_any_io(
-    pg_dsn: str, schema_name: str, name: str
-) -> None:
+def test_a_hostile_or_unusable_schema_name_is_refused_by_name_before_any_io(pg_dsn: str, schema_name: str, name: str) -> None:
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
         saver.setup()
         config = first_put(saver, "before", {"v": "kept"})

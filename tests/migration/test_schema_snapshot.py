@@ -62,8 +62,9 @@ def _ledger(pg_dsn: str, schema: str) -> list[tuple[int, str]]:
 def test_schema_sql_is_what_the_migrations_give(lz4: bool, head: dict) -> None:
     text = snapshot.SNAPSHOT.read_text("utf-8")
     # On a server without lz4 the migrations keep the default compression, and only that differs.
-    assert (text if lz4 else snapshot.without_lz4(text)) == snapshot.render(head), \
+    assert (text if lz4 else snapshot.without_lz4(text)) == snapshot.render(head), (
         "schema.sql is stale: run python tools/schema_snapshot.py"
+    )
 
 
 def test_schema_sql_builds_the_catalog_the_migrations_build(pg_dsn: str, schema_name: str, lz4: bool, head: dict) -> None:
@@ -94,8 +95,9 @@ def _pg_dump(server_major: int) -> str | None:
 def _dumped(pg_dump: str, pg_dsn: str, schema: str) -> list[str]:
     """pg_dump's statements for `schema`, its name replaced, comments and its per-run
     \\restrict key left out."""
-    out = subprocess.run([pg_dump, "--schema-only", "--no-owner", "--schema", schema, "--dbname", pg_dsn],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [pg_dump, "--schema-only", "--no-owner", "--schema", schema, "--dbname", pg_dsn], capture_output=True, text=True, check=True
+    ).stdout
     lines = (line.replace(schema, "{schema}") for line in out.splitlines())
     return [line for line in lines if line.strip() and not line.startswith(("--", "\\restrict", "\\unrestrict"))]
 
@@ -138,21 +140,34 @@ THREAD, CHECKPOINT_ID, VERSION = "upgraded", "1ef00000-0000-6000-8000-0000000000
 def _write_a_checkpoint_as_of_version_1(pg_dsn: str, schema: str) -> None:
     """A checkpoint with a value and a pending write, in the columns migration 0001 made."""
     serde = JsonPlusSerializer()
-    body = {"v": 2, "ts": "2025-01-01T00:00:00+00:00", "pending_sends": [], "versions_seen": {},
-            "channel_versions": {"state": VERSION}, "updated_channels": None}
+    body = {
+        "v": 2,
+        "ts": "2025-01-01T00:00:00+00:00",
+        "pending_sends": [],
+        "versions_seen": {},
+        "channel_versions": {"state": VERSION},
+        "updated_channels": None,
+    }
     s = sql.Identifier(schema)
     with psycopg.connect(pg_dsn) as conn:
         conn.execute(
-            sql.SQL("INSERT INTO {}.checkpoints (thread_id, checkpoint_id, step, source, checkpoint, value_channels,"
-                    " value_versions, metadata) VALUES (%s, %s, -1, 'input', %s, %s, %s, %s)").format(s),
+            sql.SQL(
+                "INSERT INTO {}.checkpoints (thread_id, checkpoint_id, step, source, checkpoint, value_channels,"
+                " value_versions, metadata) VALUES (%s, %s, -1, 'input', %s, %s, %s, %s)"
+            ).format(s),
             (THREAD, CHECKPOINT_ID, Json(body), ["state"], [VERSION], Json({"step": -1, "source": "input"})),
         )
-        conn.execute(sql.SQL("INSERT INTO {}.channel_values (thread_id, channel, version, type, value)"
-                             " VALUES (%s, 'state', %s, %s, %s)").format(s),
-                     (THREAD, VERSION, *serde.dumps_typed({"k": "v"})))
-        conn.execute(sql.SQL("INSERT INTO {}.checkpoint_writes (thread_id, checkpoint_id, task_id, idx, channel, type,"
-                             " value) VALUES (%s, %s, 'task', 0, 'state', %s, %s)").format(s),
-                     (THREAD, CHECKPOINT_ID, *serde.dumps_typed({"k": "w"})))
+        conn.execute(
+            sql.SQL("INSERT INTO {}.channel_values (thread_id, channel, version, type, value) VALUES (%s, 'state', %s, %s, %s)").format(s),
+            (THREAD, VERSION, *serde.dumps_typed({"k": "v"})),
+        )
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {}.checkpoint_writes (thread_id, checkpoint_id, task_id, idx, channel, type,"
+                " value) VALUES (%s, %s, 'task', 0, 'state', %s, %s)"
+            ).format(s),
+            (THREAD, CHECKPOINT_ID, *serde.dumps_typed({"k": "w"})),
+        )
 
 
 @pytest.mark.parametrize("version", range(len(schema_sql.migrations())))
@@ -250,8 +265,7 @@ COMMENT ON VIEW {schema}.roots IS 'a view';
 
 def _build(pg_dsn: str, schema: str, script: str) -> None:
     with psycopg.connect(pg_dsn) as conn:
-        conn.execute(f"CREATE SCHEMA {schema_sql.quote_schema(schema)};" + schema_sql.Migration(0, "t", script).sql(schema),
-                     prepare=False)
+        conn.execute(f"CREATE SCHEMA {schema_sql.quote_schema(schema)};" + schema_sql.Migration(0, "t", script).sql(schema), prepare=False)
 
 
 def test_render_writes_back_every_kind_of_object_describe_reads(pg_dsn: str, schema_name: str) -> None:

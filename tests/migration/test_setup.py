@@ -82,10 +82,5 @@ def test_tables_live_in_their_own_schema(pg_dsn: str, schema_name: str) -> None:
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
         saver.setup()
     with psycopg.connect(pg_dsn) as conn:
-        tables = {
-            r[0]
-            for r in conn.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema_name,)
-            )
-        }
+        tables = {r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema_name,))}
     assert {"checkpoints", "channel_values", "checkpoint_writes", "schema_migrations"} <= tables

@@ -93,9 +93,7 @@ def start_pg_server() -> PgServer:
         try:
             wait_until_ready(dsn, timeout=10.0)
         except TimeoutError as exc:
-            raise NoPostgresServer(
-                f"${ENV_VAR} is set but its server does not answer: {exc}"
-            ) from exc
+            raise NoPostgresServer(f"${ENV_VAR} is set but its server does not answer: {exc}") from exc
         return PgServer(dsn, "env")
 
     failures: list[str] = []
@@ -124,9 +122,7 @@ def wait_until_ready(dsn: str, timeout: float = READY_TIMEOUT) -> None:
             return
         except psycopg.OperationalError as exc:
             if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"PostgreSQL not accepting connections after {timeout:.0f}s: {exc}"
-                ) from exc
+                raise TimeoutError(f"PostgreSQL not accepting connections after {timeout:.0f}s: {exc}") from exc
         time.sleep(0.05)  # poll interval, not a guess at how long startup takes
 
 
@@ -235,8 +231,7 @@ def _ensure_user(name: str) -> pwd.struct_passwd:
         return pwd.getpwnam(name)
     except KeyError:
         subprocess.run(
-            ["useradd", "--system", "--user-group", "--no-create-home", "--shell",
-             "/usr/sbin/nologin", name],
+            ["useradd", "--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
             check=True,
             capture_output=True,
             text=True,
@@ -254,9 +249,7 @@ def _runner(bindir: Path, user: str | None) -> Callable[..., str]:
         # Output goes to a file, not a pipe: pg_ctl's postmaster would inherit a pipe and
         # keep it open, so reading it to EOF would hang.
         with tempfile.TemporaryFile("w+") as out:
-            proc = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=120, cwd="/"
-            )
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=120, cwd="/")
             out.seek(0)
             text = out.read()
         if proc.returncode != 0:

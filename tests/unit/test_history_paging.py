@@ -72,11 +72,22 @@ def value_row(channel: str, version: str, value: Any, *, thread_id: str = "t", n
     return detail(Part.VALUE, thread_id=thread_id, checkpoint_ns=ns, channel=channel, version=version, type=type_, value=data)
 
 
-def write_row(checkpoint_id: str, task_id: str, channel: str, idx: int, value: Any, *, task_path: str = "",
-              thread_id: str = "t", ns: str = "") -> tuple[Any, ...]:
+def write_row(
+    checkpoint_id: str, task_id: str, channel: str, idx: int, value: Any, *, task_path: str = "", thread_id: str = "t", ns: str = ""
+) -> tuple[Any, ...]:
     type_, data = CODEC.dump(value, channel=channel, where="test")
-    return detail(Part.WRITE, thread_id=thread_id, checkpoint_ns=ns, checkpoint_id=checkpoint_id, task_id=task_id,
-                  task_path=task_path, channel=channel, idx=idx, type=type_, value=data)
+    return detail(
+        Part.WRITE,
+        thread_id=thread_id,
+        checkpoint_ns=ns,
+        checkpoint_id=checkpoint_id,
+        task_id=task_id,
+        task_path=task_path,
+        channel=channel,
+        idx=idx,
+        type=type_,
+        value=data,
+    )
 
 
 def rows(count: int, start: int = 10_000) -> list[tuple[Any, ...]]:
@@ -153,7 +164,8 @@ def test_page_sizes_are_capped_by_the_remaining_limit(limit: int, sizes: list[in
 
 def test_the_first_page_of_a_lane_a_thread_and_all_threads() -> None:
     assert scan({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}).page_where() == (
-        "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s")
+        "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s"
+    )
     assert scan({"configurable": {"thread_id": "t"}}).page_where() == "WHERE thread_id = %(thread_id)s"
     assert scan(None).page_where() == ""
     assert scan({}).page_where() == ""  # an empty config lists every thread
@@ -165,7 +177,8 @@ def test_a_single_lane_after_a_cursor() -> None:
     history.page_params()
     history.take_page([checkpoint_row("c9", ns="sub"), checkpoint_row("c8", ns="sub")])
     assert history.page_where() == (
-        "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s AND checkpoint_id < %(cursor_id)s")
+        "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s AND checkpoint_id < %(cursor_id)s"
+    )
     params = history.page_params()
     assert params["thread_id"] == "t" and params["checkpoint_ns"] == "sub"
     assert params["cursor_id"] == "c8" and params["page_size"] == 32
@@ -178,7 +191,8 @@ def test_one_thread_after_a_cursor() -> None:
     history.take_page([checkpoint_row("c9", ns="a"), checkpoint_row("c9", ns="")])
     assert history.page_where() == (
         "WHERE thread_id = %(thread_id)s AND checkpoint_id <= %(cursor_id)s AND "
-        "(checkpoint_id, checkpoint_ns) < (%(cursor_id)s, %(cursor_ns)s)")
+        "(checkpoint_id, checkpoint_ns) < (%(cursor_id)s, %(cursor_ns)s)"
+    )
     params = history.page_params()
     assert (params["cursor_id"], params["cursor_ns"]) == ("c9", "")
     assert "checkpoint_ns" not in params
@@ -189,18 +203,21 @@ def test_all_threads_after_a_cursor() -> None:
     assert not history.one_thread and not history.single_lane
     history.page_params()
     history.take_page([checkpoint_row("c9", thread_id="u"), checkpoint_row("c7", thread_id="t", ns="x")])
-    assert history.page_where() == (
-        "WHERE (checkpoint_id, thread_id, checkpoint_ns) < (%(cursor_id)s, %(cursor_thread)s, %(cursor_ns)s)")
+    assert history.page_where() == ("WHERE (checkpoint_id, thread_id, checkpoint_ns) < (%(cursor_id)s, %(cursor_thread)s, %(cursor_ns)s)")
     params = history.page_params()
     assert (params["cursor_id"], params["cursor_thread"], params["cursor_ns"]) == ("c7", "t", "x")
 
 
 def test_a_filter_and_before_add_their_fragments() -> None:
-    history = scan({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, filter={"source": "loop", "step": 2},
-                   before={"configurable": {"checkpoint_id": "c5"}})
+    history = scan(
+        {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+        filter={"source": "loop", "step": 2},
+        before={"configurable": {"checkpoint_id": "c5"}},
+    )
     assert history.page_where() == (
         "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s AND metadata @> %(filter)s::jsonb "
-        "AND checkpoint_id < %(before_id)s")
+        "AND checkpoint_id < %(before_id)s"
+    )
     params = history.page_params()
     assert params["filter"] == '{"source":"loop","step":2}'
     assert params["before_id"] == "c5"
@@ -210,7 +227,8 @@ def test_a_filter_and_before_add_their_fragments() -> None:
 def test_a_config_with_a_checkpoint_id_reads_that_checkpoint() -> None:
     history = scan(config("c3"))
     assert history.page_where() == (
-        "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s AND checkpoint_id = %(checkpoint_id)s")
+        "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s AND checkpoint_id = %(checkpoint_id)s"
+    )
     assert history.page_params()["checkpoint_id"] == "c3"
 
 
@@ -266,11 +284,18 @@ def test_an_empty_page_keeps_the_cursor() -> None:
 def test_a_page_decodes_to_checkpoint_tuples_with_values_and_pending_writes() -> None:
     history = scan({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
     history.page_params()
-    page = history.take_page([
-        checkpoint_row("c2", parent="c1", inline={"step": 3, "flag": True}, values={"msgs": "00000002.m"},
-                       metadata={"source": "loop", "step": 3, "user": "ada"}),
-        checkpoint_row("c1", inline={"step": 2}, values={"msgs": "00000001.m"}, metadata={"source": "input", "step": -1}),
-    ])
+    page = history.take_page(
+        [
+            checkpoint_row(
+                "c2",
+                parent="c1",
+                inline={"step": 3, "flag": True},
+                values={"msgs": "00000002.m"},
+                metadata={"source": "loop", "step": 3, "user": "ada"},
+            ),
+            checkpoint_row("c1", inline={"step": 2}, values={"msgs": "00000001.m"}, metadata={"source": "input", "step": -1}),
+        ]
+    )
     params = history.details_params(page)
     assert sorted(zip(params["v_channels"], params["v_versions"])) == [("msgs", "00000001.m"), ("msgs", "00000002.m")]
     assert list(params["w_checkpoints"]) == ["c2", "c1"]
@@ -286,19 +311,30 @@ def test_a_page_decodes_to_checkpoint_tuples_with_values_and_pending_writes() ->
     assert got == [
         CheckpointTuple(
             config=config("c2"),
-            checkpoint={"v": 4, "ts": TS, "id": "c2", "versions_seen": {}, "updated_channels": None,
-                        "channel_versions": {"step": "00000001.i", "flag": "00000001.i", "msgs": "00000002.m"},
-                        "channel_values": {"step": 3, "flag": True, "msgs": ["hi", "there"]}},
+            checkpoint={
+                "v": 4,
+                "ts": TS,
+                "id": "c2",
+                "versions_seen": {},
+                "updated_channels": None,
+                "channel_versions": {"step": "00000001.i", "flag": "00000001.i", "msgs": "00000002.m"},
+                "channel_values": {"step": 3, "flag": True, "msgs": ["hi", "there"]},
+            },
             metadata={"source": "loop", "step": 3, "user": "ada"},
             parent_config=config("c1"),
-            pending_writes=[("task-a", "__error__", "boom"), ("task-a", "msgs", "a0"), ("task-a", "msgs", "a1"),
-                            ("task-b", "msgs", "b0")],
+            pending_writes=[("task-a", "__error__", "boom"), ("task-a", "msgs", "a0"), ("task-a", "msgs", "a1"), ("task-b", "msgs", "b0")],
         ),
         CheckpointTuple(
             config=config("c1"),
-            checkpoint={"v": 4, "ts": TS, "id": "c1", "versions_seen": {}, "updated_channels": None,
-                        "channel_versions": {"step": "00000001.i", "msgs": "00000001.m"},
-                        "channel_values": {"step": 2, "msgs": ["hi"]}},
+            checkpoint={
+                "v": 4,
+                "ts": TS,
+                "id": "c1",
+                "versions_seen": {},
+                "updated_channels": None,
+                "channel_versions": {"step": "00000001.i", "msgs": "00000001.m"},
+                "channel_values": {"step": 2, "msgs": ["hi"]},
+            },
             metadata={"source": "input", "step": -1},
             parent_config=None,
             pending_writes=[],
@@ -331,8 +367,7 @@ def test_values_a_page_decoded_are_not_fetched_again_for_the_next() -> None:
     assert list(history.details_params(first)["v_versions"]) == ["00000002.b"]
     history.tuples(first, [value_row("big", "00000002.b", "x" * 1000)])
     history.page_params()
-    second = history.take_page([checkpoint_row("c1", values={"big": "00000002.b"}),
-                                checkpoint_row("c0", values={"big": "00000001.b"})])
+    second = history.take_page([checkpoint_row("c1", values={"big": "00000002.b"}), checkpoint_row("c0", values={"big": "00000001.b"})])
     params = history.details_params(second)
     assert list(zip(params["v_channels"], params["v_versions"])) == [("big", "00000001.b")]
     got = history.tuples(second, [value_row("big", "00000001.b", "older")])
@@ -351,12 +386,21 @@ def test_undecodable_details_name_what_they_are() -> None:
     history = scan(None)
     history.page_params()
     page = history.take_page([checkpoint_row("c1", values={"msgs": "00000004.m"})])
-    bad_value = detail(Part.VALUE, thread_id="t", checkpoint_ns="", channel="msgs", version="00000004.m",
-                       type="msgpack", value=b"\xc1")
+    bad_value = detail(Part.VALUE, thread_id="t", checkpoint_ns="", channel="msgs", version="00000004.m", type="msgpack", value=b"\xc1")
     with pytest.raises(DeserializationError, match=r"thread 't', channel 'msgs' \(version '00000004.m'\)"):
         history.tuples(page, [bad_value])
-    bad_write = detail(Part.WRITE, thread_id="t", checkpoint_ns="", checkpoint_id="c1", task_id="tk", task_path="",
-                       channel="out", idx=0, type="msgpack", value=b"\xc1")
+    bad_write = detail(
+        Part.WRITE,
+        thread_id="t",
+        checkpoint_ns="",
+        checkpoint_id="c1",
+        task_id="tk",
+        task_path="",
+        channel="out",
+        idx=0,
+        type="msgpack",
+        value=b"\xc1",
+    )
     history = scan(None)
     history.page_params()
     page = history.take_page([checkpoint_row("c1")])
@@ -367,12 +411,21 @@ def test_undecodable_details_name_what_they_are() -> None:
 def test_rows_of_several_threads_get_their_own_values_and_writes() -> None:
     history = scan(None)
     history.page_params()
-    page = history.take_page([checkpoint_row("c2", thread_id="u", values={"x": "1"}),
-                              checkpoint_row("c1", thread_id="t", ns="n", values={"x": "1"})])
-    got = history.tuples(page, [value_row("x", "1", "of u", thread_id="u"), value_row("x", "1", "of t", thread_id="t", ns="n"),
-                                write_row("c1", "k", "x", 0, "w of t", thread_id="t", ns="n")])
+    page = history.take_page(
+        [checkpoint_row("c2", thread_id="u", values={"x": "1"}), checkpoint_row("c1", thread_id="t", ns="n", values={"x": "1"})]
+    )
+    got = history.tuples(
+        page,
+        [
+            value_row("x", "1", "of u", thread_id="u"),
+            value_row("x", "1", "of t", thread_id="t", ns="n"),
+            write_row("c1", "k", "x", 0, "w of t", thread_id="t", ns="n"),
+        ],
+    )
     assert [(t.config["configurable"]["thread_id"], t.checkpoint["channel_values"]["x"], t.pending_writes) for t in got] == [
-        ("u", "of u", []), ("t", "of t", [("k", "x", "w of t")])]
+        ("u", "of u", []),
+        ("t", "of t", [("k", "x", "w of t")]),
+    ]
 
 
 def _ids(tuples: Sequence[CheckpointTuple]) -> list[str]:
@@ -407,7 +460,17 @@ def test_the_objects_a_page_references_are_named() -> None:
     history.page_params()
     page = history.take_page([checkpoint_row("c2", values={"big": "7"}), checkpoint_row("c1", values={"big": "7"})])
     sha = "ab" * 32
-    ref_row = detail(Part.VALUE, thread_id="t", checkpoint_ns="", channel="big", version="7", type="msgpack",
-                     object_key=f"objects/ab/{sha}", object_sha256=sha, object_size=10)
+    ref_row = detail(
+        Part.VALUE,
+        thread_id="t",
+        checkpoint_ns="",
+        channel="big",
+        version="7",
+        type="msgpack",
+        object_key=f"objects/ab/{sha}",
+        object_sha256=sha,
+        object_size=10,
+    )
     assert history.references(page, [ref_row, value_row("small", "1", 1)]) == [
-        (ObjectRef(f"objects/ab/{sha}", sha, 10), "thread 't', checkpoint 'c2', channel 'big' (version '7')")]
+        (ObjectRef(f"objects/ab/{sha}", sha, 10), "thread 't', checkpoint 'c2', channel 'big' (version '7')")
+    ]

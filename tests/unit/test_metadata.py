@@ -235,9 +235,16 @@ def test_a_filter_matches_its_stored_projection(codec: Codec) -> None:
 @pytest.mark.parametrize(
     "filter, recheck",
     [
-        (None, False), ({}, False), ({"source": "loop"}, False), ({"n": {"a": [1, None]}}, False),
-        ({"s": "a\x00"}, True), ({"t": (1,)}, True), ({"f": float("inf")}, True),
-        ({"d": datetime.date(2020, 1, 1)}, True), ({"n": {"t": [("x",)]}}, True), ({1: "x"}, True),
+        (None, False),
+        ({}, False),
+        ({"source": "loop"}, False),
+        ({"n": {"a": [1, None]}}, False),
+        ({"s": "a\x00"}, True),
+        ({"t": (1,)}, True),
+        ({"f": float("inf")}, True),
+        ({"d": datetime.date(2020, 1, 1)}, True),
+        ({"n": {"t": [("x",)]}}, True),
+        ({1: "x"}, True),
     ],
 )
 def test_filter_needs_recheck_where_the_projection_is_lossy(filter: dict[Any, Any] | None, recheck: bool) -> None:

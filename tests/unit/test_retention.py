@@ -162,8 +162,13 @@ def row(
 ) -> CheckpointRow:
     """A CheckpointRow from a `CheckpointColumn` tuple; `values` channel -> version of its value rows."""
     values = dict(values or {})
-    body: dict[str, Any] = {"v": 4, "ts": TS, "versions_seen": {}, "updated_channels": None,
-                            "channel_versions": {**{c: f"{checkpoint_id}.{c}" for c in inline or {}}, **values}}
+    body: dict[str, Any] = {
+        "v": 4,
+        "ts": TS,
+        "versions_seen": {},
+        "updated_channels": None,
+        "channel_versions": {**{c: f"{checkpoint_id}.{c}" for c in inline or {}}, **values},
+    }
     if inline:
         body["channel_values"] = CODEC.dump_inline(inline, where="test")
     projection, exact = dump_metadata(CODEC, {"source": "loop", "step": 1})
@@ -193,11 +198,20 @@ def value_detail(channel: str, version: str, value: Any, ns: str = "") -> tuple[
     return detail(Part.VALUE, thread_id="t", checkpoint_ns=ns, channel=channel, version=version, type=type_, value=data)
 
 
-def write_detail(checkpoint_id: str, task_id: str, task_path: str, channel: str, idx: int, value: Any,
-                 ns: str = "") -> tuple[Any, ...]:
+def write_detail(checkpoint_id: str, task_id: str, task_path: str, channel: str, idx: int, value: Any, ns: str = "") -> tuple[Any, ...]:
     type_, data = CODEC.dump(value, channel=channel, where="test")
-    return detail(Part.WRITE, thread_id="t", checkpoint_ns=ns, checkpoint_id=checkpoint_id, task_id=task_id,
-                  task_path=task_path, channel=channel, idx=idx, type=type_, value=data)
+    return detail(
+        Part.WRITE,
+        thread_id="t",
+        checkpoint_ns=ns,
+        checkpoint_id=checkpoint_id,
+        task_id=task_id,
+        task_path=task_path,
+        channel=channel,
+        idx=idx,
+        type=type_,
+        value=data,
+    )
 
 
 def target_config(checkpoint_id: str | None, ns: str = "") -> dict[str, Any]:
@@ -246,11 +260,9 @@ def answer(details: Sequence[tuple[Any, ...]], params: Mapping[str, Any]) -> lis
     checkpoints = set(zip(params["w_threads"], params["w_namespaces"], params["w_checkpoints"]))
     out = []
     for d in details:
-        if d[Detail.PART] == Part.VALUE and (d[Detail.THREAD_ID], d[Detail.CHECKPOINT_NS], d[Detail.CHANNEL],
-                                             d[Detail.VERSION]) in values:
+        if d[Detail.PART] == Part.VALUE and (d[Detail.THREAD_ID], d[Detail.CHECKPOINT_NS], d[Detail.CHANNEL], d[Detail.VERSION]) in values:
             out.append(d)
-        elif d[Detail.PART] == Part.WRITE and (d[Detail.THREAD_ID], d[Detail.CHECKPOINT_NS],
-                                               d[Detail.CHECKPOINT_ID]) in checkpoints:
+        elif d[Detail.PART] == Part.WRITE and (d[Detail.THREAD_ID], d[Detail.CHECKPOINT_NS], d[Detail.CHECKPOINT_ID]) in checkpoints:
             out.append(d)
     return out
 
@@ -262,7 +274,8 @@ def test_the_target_row_starts_the_walk_at_its_parent() -> None:
     assert walk.path == []
     assert walk.needs_rows()
     assert walk.scan.page_where() == (
-        "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s AND checkpoint_id < %(before_id)s")
+        "WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s AND checkpoint_id < %(before_id)s"
+    )
     assert walk.scan.page_params()["before_id"] == "c4"
 
 
@@ -389,8 +402,15 @@ class Node:
 def store(saver: InMemorySaver, spec: Sequence[Node]) -> None:
     for node in spec:
         versions = {c: f"{node.checkpoint_id}.{c}" for c in node.held}
-        checkpoint = {"v": 4, "id": node.checkpoint_id, "ts": TS, "channel_values": dict(node.held),
-                      "channel_versions": versions, "versions_seen": {}, "updated_channels": None}
+        checkpoint = {
+            "v": 4,
+            "id": node.checkpoint_id,
+            "ts": TS,
+            "channel_values": dict(node.held),
+            "channel_versions": versions,
+            "versions_seen": {},
+            "updated_channels": None,
+        }
         saver.put(target_config(node.parent), checkpoint, {"source": "loop", "step": 1}, versions)  # type: ignore[arg-type]
         for task_id, task_path, writes in node.tasks:
             saver.put_writes(target_config(node.checkpoint_id), writes, task_id, task_path)
@@ -398,13 +418,23 @@ def store(saver: InMemorySaver, spec: Sequence[Node]) -> None:
 
 def run_walk(spec: Sequence[Node], target: str | None, channels: Sequence[str], ns: str = "") -> dict[str, Any]:
     """Drive a DeltaWalk as ops._delta_history_plan does, answering its statements from `spec`."""
-    rows = {n.checkpoint_id: row(n.checkpoint_id, n.parent, ns=ns,
-                                 inline={c: v for c, v in n.held.items() if is_inline(v)},
-                                 values={c: f"{n.checkpoint_id}.{c}" for c, v in n.held.items() if not is_inline(v)})
-            for n in spec}
+    rows = {
+        n.checkpoint_id: row(
+            n.checkpoint_id,
+            n.parent,
+            ns=ns,
+            inline={c: v for c, v in n.held.items() if is_inline(v)},
+            values={c: f"{n.checkpoint_id}.{c}" for c, v in n.held.items() if not is_inline(v)},
+        )
+        for n in spec
+    }
     details = [value_detail(c, f"{n.checkpoint_id}.{c}", v, ns) for n in spec for c, v in n.held.items() if not is_inline(v)]
-    details += [write_detail(n.checkpoint_id, task_id, task_path, c, idx, v, ns)
-                for n in spec for task_id, task_path, writes in n.tasks for idx, (c, v) in enumerate(writes)]
+    details += [
+        write_detail(n.checkpoint_id, task_id, task_path, c, idx, v, ns)
+        for n in spec
+        for task_id, task_path, writes in n.tasks
+        for idx, (c, v) in enumerate(writes)
+    ]
     walk = DeltaWalk(CODEC, target_config(target, ns), channels)
     statements = 0
     while walk.needs_rows():
@@ -429,10 +459,22 @@ def page(scan: HistoryScan, rows: Mapping[str, CheckpointRow]) -> list[Checkpoin
         ordered = [c for c in ordered if c < params["cursor_id"]]
     cells = [rows[c] for c in ordered[: params["page_size"]]]
     # take_page expects CheckpointColumn tuples: give it back the rows' own cells.
-    return scan.take_page([
-        (r.thread_id, r.checkpoint_ns, r.checkpoint_id, r.parent_checkpoint_id, dump_json(r.body), dump_json(r.metadata),
-         r.metadata_exact, r.value_channels, r.value_versions) for r in cells
-    ])
+    return scan.take_page(
+        [
+            (
+                r.thread_id,
+                r.checkpoint_ns,
+                r.checkpoint_id,
+                r.parent_checkpoint_id,
+                dump_json(r.body),
+                dump_json(r.metadata),
+                r.metadata_exact,
+                r.value_channels,
+                r.value_versions,
+            )
+            for r in cells
+        ]
+    )
 
 
 CHANNELS = ["a", "b", "c", "d"]
@@ -475,8 +517,15 @@ def test_a_subgraph_namespace_walks_its_own_lane() -> None:
     saver = InMemorySaver()
     for node in spec:
         versions = {c: f"{node.checkpoint_id}.{c}" for c in node.held}
-        checkpoint = {"v": 4, "id": node.checkpoint_id, "ts": TS, "channel_values": dict(node.held),
-                      "channel_versions": versions, "versions_seen": {}, "updated_channels": None}
+        checkpoint = {
+            "v": 4,
+            "id": node.checkpoint_id,
+            "ts": TS,
+            "channel_values": dict(node.held),
+            "channel_versions": versions,
+            "versions_seen": {},
+            "updated_channels": None,
+        }
         saver.put(target_config(node.parent, "sub"), checkpoint, {}, versions)  # type: ignore[arg-type]
         for task_id, task_path, writes in node.tasks:
             saver.put_writes(target_config(node.checkpoint_id, "sub"), writes, task_id, task_path)

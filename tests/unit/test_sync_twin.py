@@ -29,9 +29,7 @@ GENERATOR = _generator()
 @pytest.mark.parametrize(("source", "target"), GENERATOR.TWINS, ids=lambda p: p.name)
 def test_sync_twin_is_generated_from_its_source(source: Path, target: Path) -> None:
     text = target.read_text()
-    assert text.splitlines()[0] == (
-        f"# Generated from langgraph_pg_durable/{source.name} by tools/async_to_sync.py: do not edit."
-    )
+    assert text.splitlines()[0] == (f"# Generated from langgraph_pg_durable/{source.name} by tools/async_to_sync.py: do not edit.")
     assert text == GENERATOR.generate(source), f"{target.name} is stale: run python tools/async_to_sync.py"
 
 
