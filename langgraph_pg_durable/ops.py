@@ -120,7 +120,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             enabled=self.objects is not None,
         )
         self.schema = schema
-        self.sql = Statements(schema)  # every statement's text, rendered once
+        self.sql = Statements.of(schema)  # every statement's text, rendered once per schema
         self.retry = retry or RetryPolicy()
         self._gc_key = gc_lock_key(self.placement.prefix)
         self._codec = Codec(self.serde)

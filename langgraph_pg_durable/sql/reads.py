@@ -8,12 +8,10 @@ format, so one decoder serves both.
 
 from __future__ import annotations
 
-from enum import IntEnum
-
-from .columns import select_list
+from .columns import Columns, select_list
 
 
-class CheckpointColumn(IntEnum):
+class CheckpointColumn(Columns):
     """A checkpoint row as every read returns it: list pages, newest rows, get_tuple's 'c' part.
     The jsonb columns come as text: orjson decodes them several times faster than the
     driver's json.loads, whatever JSON loader the caller's connection has."""
@@ -45,7 +43,7 @@ class Part:
     WRITE = "w"  # a pending write: TASK_ID, TASK_PATH, CHANNEL, IDX, of CHECKPOINT_ID
 
 
-class Detail(IntEnum):
+class Detail(Columns):
     """A row of `get_tuple` or `page_details`. Columns 1-9 are a CheckpointColumn row.
 
     THREAD_ID and CHECKPOINT_NS name the lane of every page_details row; get_tuple reads
@@ -91,8 +89,14 @@ _DETAIL_TYPES = {
 }
 
 
-def _detail(**exprs: str) -> str:
+def _first_detail(**exprs: str) -> str:
+    """A UNION's first Detail branch: names the columns and types the NULLs."""
     return select_list(Detail, _DETAIL_TYPES, **exprs)
+
+
+def _detail(**exprs: str) -> str:
+    """A later Detail branch: positional."""
+    return select_list(Detail, _DETAIL_TYPES, False, **exprs)
 
 
 _REF = {"object_key": "object_key", "object_sha256": "object_sha256", "object_size": "object_size"}
@@ -215,20 +219,20 @@ writes AS MATERIALIZED (
 ),
 {item_keys}
 SELECT {
-        _detail(
+        _first_detail(
             part="'c'",
-            thread_id="t.thread_id",
-            checkpoint_ns="t.checkpoint_ns",
-            checkpoint_id="t.checkpoint_id",
-            parent_checkpoint_id="t.parent_checkpoint_id",
-            checkpoint="t.checkpoint",
-            metadata="t.metadata",
-            metadata_exact="t.metadata_exact",
-            value_channels="t.value_channels",
-            value_versions="t.value_versions",
+            thread_id="thread_id",
+            checkpoint_ns="checkpoint_ns",
+            checkpoint_id="checkpoint_id",
+            parent_checkpoint_id="parent_checkpoint_id",
+            checkpoint="checkpoint",
+            metadata="metadata",
+            metadata_exact="metadata_exact",
+            value_channels="value_channels",
+            value_versions="value_versions",
         )
     }
-FROM target t
+FROM target
 UNION ALL
 SELECT {_detail(part="'v'", **_LIST_ROW)}
 FROM vals
@@ -303,7 +307,7 @@ WITH vals AS MATERIALIZED (
     EXCEPT  -- the item groups earlier pages of the same walk already brought
     SELECT k ->> 0, k ->> 1, k ->> 2, k ->> 3 FROM json_array_elements(%(known)s::json) AS k
 )
-SELECT {_detail(part="'v'", thread_id="thread_id", checkpoint_ns="checkpoint_ns", **_LIST_ROW)}
+SELECT {_first_detail(part="'v'", thread_id="thread_id", checkpoint_ns="checkpoint_ns", **_LIST_ROW)}
 FROM vals
 UNION ALL
 SELECT {_detail(part="'l'", thread_id="thread_id", checkpoint_ns="checkpoint_ns", **_LIST_ROW)}
@@ -361,7 +365,7 @@ def run_threads(q: str) -> str:
     return f"SELECT DISTINCT thread_id FROM {q}.checkpoints WHERE run_id = ANY(%(run_ids)s)"
 
 
-class RunLane(IntEnum):
+class RunLane(Columns):
     """A row of `run_lanes`: one checkpoint of a lane a run wrote to, as delete_for_runs walks it."""
 
     THREAD_ID = 0

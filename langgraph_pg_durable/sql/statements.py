@@ -4,6 +4,7 @@ reads, deletes) and compacted for the hot paths."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from . import deletes, reads, writes
 from .schema import quote_schema
@@ -12,9 +13,11 @@ from .schema import quote_schema
 def compact(sql: str) -> str:
     """The statement without comments and runs of whitespace, for the hot paths: psycopg
     caches its parse of a statement up to 4 KiB long, and get_tuple's is longer with them.
-    (No statement here has `--` or a run of spaces inside a string literal.)"""
+    Spaces next to commas, parentheses and `=` go too. (No statement here has `--`, a run of
+    spaces, or one of those characters inside a string literal: a unit test checks.)"""
     # Not str.split(): it takes the \x1f the list statements use as a separator for space.
-    return re.sub(r"[ \t\r\n]+", " ", re.sub(r"--[^\n]*", "", sql)).strip()
+    spaced = re.sub(r"[ \t\r\n]+", " ", re.sub(r"--[^\n]*", "", sql)).strip()
+    return re.sub(r" ?([,()=]) ?", r"\1", spaced)
 
 
 class Statements:
@@ -49,6 +52,13 @@ class Statements:
         self.delete_for_runs = deletes.delete_for_runs(q)
         self.prune_keep_latest = deletes.prune_keep_latest(q)
         self.copy_thread = deletes.copy_thread(q)
+
+    @staticmethod
+    @lru_cache(maxsize=64)
+    def of(schema: str) -> Statements:
+        """The statements of `schema`, rendered once per process: a saver built per request
+        (a CLI, a web handler) then costs no rendering."""
+        return Statements(schema)
 
     def list_page(self, where: str) -> str:
         """One page of `list()` under `where` (built by core.history from fixed fragments)."""

@@ -19,7 +19,7 @@ def test_the_server_names_every_read_column_as_declared(pg_dsn: str, schema_name
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
         saver.setup()
         statements = saver.sql
-    detail = [c.name.lower() for c in Detail]
+    detail = list(Detail.names())
     lane = {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c", "known": "[]", "known_lists": "[]"}
     empty = TextArray()
     with psycopg.connect(pg_dsn) as conn:
@@ -36,7 +36,7 @@ def test_the_server_names_every_read_column_as_declared(pg_dsn: str, schema_name
             "known": "[]",
         }
         assert _columns(conn, statements.page_details, page) == detail
-        checkpoint = [c.name.lower() for c in CheckpointColumn]
+        checkpoint = list(CheckpointColumn.names())
         assert _columns(conn, statements.list_page(""), {"page_size": 1}) == checkpoint
         assert _columns(conn, statements.latest_checkpoints, {"thread_ids": ["t"]}) == checkpoint
-        assert _columns(conn, statements.run_lanes, {"run_ids": ["r"]}) == [c.name.lower() for c in RunLane]
+        assert _columns(conn, statements.run_lanes, {"run_ids": ["r"]}) == list(RunLane.names())

@@ -116,9 +116,9 @@ class RowStore:
         c = self.checkpoints[(*lane, checkpoint_id)]
 
         def detail(**columns: Any) -> tuple:
-            row = [None] * len(Detail)
+            row = [None] * len(Detail.names())
             for name, value in columns.items():
-                row[Detail[name.upper()]] = value
+                row[Detail.position(name)] = value
             return tuple(row)
 
         out = [

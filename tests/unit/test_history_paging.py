@@ -46,7 +46,7 @@ def checkpoint_row(
     """A row in `CheckpointColumn` order, the jsonb columns as JSON text; `values` channel -> version."""
     values = values or {}
     projection, exact = dump_metadata(CODEC, metadata if metadata is not None else {"source": "loop", "step": 1})
-    row: list[Any] = [None] * len(CheckpointColumn)
+    row: list[Any] = [None] * len(CheckpointColumn.names())
     row[CheckpointColumn.THREAD_ID] = thread_id
     row[CheckpointColumn.CHECKPOINT_NS] = ns
     row[CheckpointColumn.CHECKPOINT_ID] = checkpoint_id
@@ -60,10 +60,10 @@ def checkpoint_row(
 
 
 def detail(part: str, **columns: Any) -> tuple[Any, ...]:
-    row: list[Any] = [None] * len(Detail)
+    row: list[Any] = [None] * len(Detail.names())
     row[Detail.PART] = part
     for name, value in columns.items():
-        row[Detail[name.upper()]] = value
+        row[Detail.position(name)] = value
     return tuple(row)
 
 

@@ -1,4 +1,4 @@
-"""Declared result rows: the SELECT lists are rendered from the same IntEnum the decoders index by."""
+"""Declared result rows: the SELECT lists are rendered from the same declaration the decoders index by."""
 
 from __future__ import annotations
 
@@ -8,17 +8,27 @@ import pytest
 
 from langgraph_pg_durable.core.decode import CheckpointRow
 from langgraph_pg_durable.sql import reads
-from langgraph_pg_durable.sql.columns import select_list
+from langgraph_pg_durable.sql.columns import Columns, select_list
 from langgraph_pg_durable.sql.reads import CHECKPOINT_IN_DETAIL, CheckpointColumn, Detail
+from langgraph_pg_durable.sql.statements import Statements, compact
 
 
-def test_a_select_list_names_every_column_in_order_with_typed_nulls() -> None:
-    rendered = select_list(Detail, {Detail.IDX: "int"}, part="'i'", idx="i.idx")
-    columns = [c.strip() for c in rendered.split(", ")]
-    assert len(columns) == len(Detail)
+def test_a_first_branch_names_every_column_in_order_with_typed_nulls() -> None:
+    rendered = select_list(Detail, {Detail.IDX: "int"}, part="'i'", idx="i.idx", channel="i.channel")
+    columns = rendered.split(",")
+    assert len(columns) == len(Detail.names())
     assert columns[Detail.PART] == "'i' AS part"
-    assert columns[Detail.IDX] == "i.idx AS idx"
-    assert columns[Detail.CHANNEL] == "NULL::text AS channel"
+    assert columns[Detail.IDX] == "i.idx"  # a column reference names itself
+    assert columns[Detail.CHANNEL] == "i.channel"
+    assert columns[Detail.VERSION] == "NULL::text AS version"
+    assert columns[Detail.TASK_ID] == "NULL::text AS task_id"
+
+
+def test_a_later_branch_is_positional() -> None:
+    rendered = select_list(Detail, {}, False, part="'w'", idx="idx")
+    columns = rendered.split(",")
+    assert len(columns) == len(Detail.names())
+    assert columns[Detail.PART] == "'w'" and columns[Detail.IDX] == "idx" and columns[Detail.CHANNEL] == "NULL"
 
 
 def test_a_select_list_refuses_a_column_the_format_lacks() -> None:
@@ -26,20 +36,63 @@ def test_a_select_list_refuses_a_column_the_format_lacks() -> None:
         select_list(Detail, {}, chanel="x")
 
 
+def test_column_positions_must_run_without_gaps() -> None:
+    with pytest.raises(TypeError, match="without gaps"):
+
+        class Gappy(Columns):
+            FIRST = 0
+            THIRD = 2
+
+
+def _branches(sql: str) -> list[str]:
+    """Each UNION ALL branch's SELECT list (the text between SELECT and its FROM)."""
+    union = sql[sql.index("SELECT 'c'") if "SELECT 'c'" in sql else sql.index("SELECT 'v'") :]
+    return [re.match(r"SELECT (.*?) FROM ", branch.strip(), flags=re.S).group(1) for branch in union.split("UNION ALL")]
+
+
 def test_every_branch_of_the_detail_reads_has_the_declared_columns() -> None:
-    for sql in (reads.get_tuple('"s"', by_id=True), reads.get_tuple('"s"', by_id=False, cold=True), reads.page_details('"s"')):
-        branches = re.findall(r"AS part,.*?AS object_size", sql, flags=re.S)
+    statements = Statements("s")
+    for sql in (*statements.get_tuple.values(), statements.page_details):
+        branches = _branches(sql)
         assert len(branches) >= 4
-        for branch in branches:
-            names = re.findall(r" AS (\w+)(?:,|$)", "x AS part," + branch.split("AS part,", 1)[1])
-            assert names == [c.name.lower() for c in Detail]
+        first = branches[0].split(",")
+        assert [c.rsplit(" AS ", 1)[-1].rpartition(".")[2] for c in first] == list(Detail.names())
+        assert all(len(branch.split(",")) == len(Detail.names()) for branch in branches[1:])
+
+
+LONGEST_SCHEMA = "s" * 63  # PostgreSQL's identifier limit
+
+
+def test_hot_statements_stay_within_psycopgs_parse_cache_for_any_schema_name() -> None:
+    """psycopg caches its parse of a statement only up to 4 KiB; past it every call parses again."""
+    statements = Statements(LONGEST_SCHEMA)
+    hot = [
+        *statements.get_tuple.values(),
+        statements.page_details,
+        *statements.put.values(),
+        *statements.put_writes.values(),
+        statements.put_writes_items,
+        *statements.put_packed_writes.values(),
+    ]
+    assert max(len(sql) for sql in hot) <= 4096
+
+
+def test_compaction_leaves_every_string_literal_as_written() -> None:
+    statements = Statements("s")
+    for raw, compacted in (
+        (reads.get_tuple('"s"', by_id=True), statements.get_tuple[(True, False)]),
+        (reads.page_details('"s"'), statements.page_details),
+    ):
+        code = re.sub(r"--[^\n]*", "", raw)  # comments may hold apostrophes
+        assert re.findall(r"'[^']*'", compacted) == re.findall(r"'[^']*'", code)
+        assert compact(raw) == compacted
 
 
 def test_a_detail_row_holds_a_checkpoint_row_where_declared() -> None:
     offset = CHECKPOINT_IN_DETAIL
-    for column in CheckpointColumn:
-        assert Detail[column.name] == offset + column
-    row = [None] * len(Detail)
+    for name in CheckpointColumn.names():
+        assert Detail.position(name) == offset + CheckpointColumn.position(name)
+    row = [None] * len(Detail.names())
     row[Detail.THREAD_ID], row[Detail.CHECKPOINT_NS], row[Detail.CHECKPOINT_ID] = "t", "", "c1"
     row[Detail.CHECKPOINT], row[Detail.METADATA] = '{"v": 4}', '{"step": 1}'
     row[Detail.VALUE_CHANNELS], row[Detail.VALUE_VERSIONS] = ["a"], ["1"]
@@ -50,4 +103,4 @@ def test_a_detail_row_holds_a_checkpoint_row_where_declared() -> None:
 
 def test_the_checkpoint_columns_select_list_follows_its_enum() -> None:
     names = [part.strip().split(" AS ")[-1] for part in reads.CHECKPOINT_COLUMNS.split(", ")]
-    assert names == [c.name.lower() for c in CheckpointColumn]
+    assert names == list(CheckpointColumn.names())

@@ -172,7 +172,7 @@ def row(
     if inline:
         body["channel_values"] = CODEC.dump_inline(inline, where="test")
     projection, exact = dump_metadata(CODEC, {"source": "loop", "step": 1})
-    cells: list[Any] = [None] * len(CheckpointColumn)
+    cells: list[Any] = [None] * len(CheckpointColumn.names())
     cells[CheckpointColumn.THREAD_ID] = "t"
     cells[CheckpointColumn.CHECKPOINT_NS] = ns
     cells[CheckpointColumn.CHECKPOINT_ID] = checkpoint_id
@@ -186,10 +186,10 @@ def row(
 
 
 def detail(part: str, **columns: Any) -> tuple[Any, ...]:
-    cells: list[Any] = [None] * len(Detail)
+    cells: list[Any] = [None] * len(Detail.names())
     cells[Detail.PART] = part
     for name, value in columns.items():
-        cells[Detail[name.upper()]] = value
+        cells[Detail.position(name)] = value
     return tuple(cells)
 
 
