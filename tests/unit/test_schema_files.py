@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+from pathlib import Path
 from importlib import resources
 
 import pytest
@@ -58,3 +60,22 @@ def test_a_repeated_or_misnamed_migration_is_refused() -> None:
         schema_sql.numbered([*_files(1, 2), ("0002_other.sql", "")])
     with pytest.raises(SchemaVersionError, match="'7_add_index.sql' is not named NNNN_name.sql"):
         schema_sql.numbered([*_files(1), ("7_add_index.sql", "")])
+
+
+# Released migrations are never edited: a schema that ran one will not run it again, so an
+# edit would leave old and new installs with different schemas. Change the schema with a
+# new migration, and add its digest here when it is released.
+RELEASED = {
+    "0001_initial.sql": "905877beea616a82943487cc26d28911ce1e8c549b90741b663bd413d5c11bcb",
+    "0002_lz4_and_thread_order.sql": "7e0752061a74d3f17cce7e98c5a9cd5415c17e835dac72f4824ea03492bdfb4a",
+    "0003_object_references.sql": "433c99688dd1d2fcd6cd7312193fd76bbad5ca26d20c4f7e73d66c8714525542",
+    "0004_list_deltas.sql": "0e1e143c9364bd6d6cd991447461b8e7ca8c199e3b19c781ee133eba3f1df338",
+    "0005_partial_run_index.sql": "f7f81ebb90183e393a52665ffc2da59d1670e4911c1ffefebb7dd83040bd4a62",
+    "0006_write_items.sql": "a97e2a81de9061a964899e9a1c2cefbce30a169213c2eae757c658e636839223",
+}
+
+
+def test_released_migrations_are_unchanged() -> None:
+    folder = Path(schema_sql.__file__).parent / "migrations"
+    digests = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in RELEASED}
+    assert digests == RELEASED
