@@ -328,13 +328,13 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _attach_objects(self, query: Query[Any], fetched: Sequence[Any], payloads: Mapping[str, bytes]) -> Sequence[Any]:
         """The rows with their objects' bytes in place; remembers this statement's payloads."""
-        if query.references is None:
+        if query.references is None or query.ref_columns is None:  # a Query with one has the other
             return fetched
         if query.memo is not None:
             payloads = {**query.memo, **payloads}
             query.memo.clear()
             query.memo.update(payloads)
-        return attach(fetched, payloads, query.ref_columns or DETAIL_REFS)
+        return attach(fetched, payloads, query.ref_columns)
 
     def _referenced_objects_query(self, keys: Sequence[str]) -> Query[set[str]]:
         return Query(

@@ -40,7 +40,7 @@ def _item_named(thread_id: str, channel: str, version: str, idx: int) -> str:
     return f"thread {shown(thread_id)}, channel {shown(channel)}, version {shown(version)}, item {idx}"
 
 
-def _value_named(thread_id: str, channel: str, version: str, at: CheckpointRow | None = None) -> str:
+def value_named(thread_id: str, channel: str, version: str, at: CheckpointRow | None = None) -> str:
     checkpoint = f", checkpoint {shown(at.checkpoint_id)}" if at is not None else ""
     return f"thread {shown(thread_id)}{checkpoint}, channel {shown(channel)} (version {shown(version)})"
 
@@ -282,7 +282,7 @@ def decode_tuple(
         elif part == Part.VALUE:
             channel, version = r[Detail.CHANNEL], r[Detail.VERSION]
             values[(channel, version)] = codec.load(
-                r[Detail.TYPE], r[Detail.VALUE], where=partial(_value_named, key.thread_id, channel, version, row)
+                r[Detail.TYPE], r[Detail.VALUE], where=partial(value_named, key.thread_id, channel, version, row)
             )
     if row is None:
         return TupleRead(None, [], fetched)
@@ -361,7 +361,7 @@ def gather_details(codec: Codec, rows: Sequence[Sequence[Any]]) -> Details:
         elif part == Part.VALUE:
             channel, version = r[Detail.CHANNEL], r[Detail.VERSION]
             out.values[(thread_id, ns, channel, version)] = codec.load(
-                r[Detail.TYPE], r[Detail.VALUE], where=partial(_value_named, thread_id, channel, version)
+                r[Detail.TYPE], r[Detail.VALUE], where=partial(value_named, thread_id, channel, version)
             )
     return out
 

@@ -20,17 +20,23 @@ from . import lists as list_layout
 from .arrays import TextArray
 from .lists import Location
 from .codec import Codec, dump_json
-from .decode import CheckpointRow, ValueKey, WriteRow, build_tuple, gather_details, page_references, resolve_writes, unpack_writes
+from .decode import (
+    CheckpointRow,
+    ValueKey,
+    WriteRow,
+    build_tuple,
+    gather_details,
+    page_references,
+    resolve_writes,
+    unpack_writes,
+    value_named,
+)
 from .keys import checkpoint_id_of, parse_config
 from .metadata import filter_for_sql, filter_needs_recheck, load_metadata, metadata_contains
 from .offload import ObjectRef
 
 
 # What a stored thing is, for an error message: built only when one is raised (`partial` of these).
-def _list_named(thread_id: str, channel: str, version: str) -> str:
-    return f"thread {shown(thread_id)}, channel {shown(channel)} (version {shown(version)})"
-
-
 def _task_named(thread_id: str, checkpoint_id: str, task_id: str) -> str:
     return f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, task {shown(task_id)}"
 
@@ -183,7 +189,7 @@ class HistoryScan:
                 wanted=keys,
                 rows=details.list_rows.get((thread_id, ns), {}),
                 raw_items=raw_items.get((thread_id, ns), {}),
-                where=partial(_list_named, thread_id),
+                where=partial(value_named, thread_id),
                 decoded=self.items.setdefault((thread_id, ns), {}),
             )
             for (channel, version), (value, _state) in restored.items():

@@ -39,6 +39,10 @@ class Query(Generic[T]):
     # transaction, before it: writers and deleters of a thread never interleave.
     locks: Sequence[int] = ()
 
+    def __post_init__(self) -> None:
+        if (self.references is None) != (self.ref_columns is None):
+            raise TypeError(f"{self.operation}: a Query that references objects says where its rows keep them (ref_columns)")
+
 
 # An operation of several statements, written once for both savers: a generator that
 # yields each Query, is sent its decoded result, and returns the operation's result.
