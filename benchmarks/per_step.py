@@ -11,7 +11,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from . import graphs
-from .env import KINDS, OFFICIAL_DELTA, OURS_ON_DIR, Bench
+from .env import KINDS, OFFICIAL_DELTA, OURS_NO_LOG, OURS_ON_DIR, Bench
 from .stats import alternate, summary
 
 WARMUP_STEPS = 8  # past psycopg's prepare threshold (5), so runs time prepared statements
@@ -21,7 +21,7 @@ def growing_state(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
     def make_graph(kind: str, checkpointer: Any, steps: int) -> Any:
         return (graphs.growing_delta if kind == OFFICIAL_DELTA else graphs.growing)(checkpointer, steps)
 
-    return _run(bench, "w1", make_graph, {"items": [], "step": 0}, steps, reps, (*KINDS, OFFICIAL_DELTA))
+    return _run(bench, "w1", make_graph, {"items": [], "step": 0}, steps, reps, (*KINDS, OFFICIAL_DELTA, OURS_NO_LOG))
 
 
 def large_value(bench: Bench, steps: int, reps: int) -> dict[str, Any]:

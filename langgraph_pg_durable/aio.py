@@ -95,6 +95,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         list_cache_bytes: int = DEFAULT_ITEM_CACHE_BYTES,
         allowed_types: Iterable[AllowedType] = (),
         accept_plaintext: bool = False,
+        action_log: bool = True,
     ) -> None:
         """A saver on `conn`; every keyword is described in `SaverCore.__init__` (ops.py)."""
         super().__init__(
@@ -112,6 +113,7 @@ class AsyncDurablePostgresSaver(SaverCore):
             list_cache_bytes=list_cache_bytes,
             allowed_types=allowed_types,
             accept_plaintext=accept_plaintext,
+            action_log=action_log,
         )
         self._writes_in_flight = AsyncWritesInFlight()
         self.conn = conn
@@ -149,6 +151,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         list_cache_bytes: int = DEFAULT_ITEM_CACHE_BYTES,
         allowed_types: Iterable[AllowedType] = (),
         accept_plaintext: bool = False,
+        action_log: bool = True,
     ) -> AsyncIterator[AsyncDurablePostgresSaver]:
         """A saver on its own connection pool, closed on exit.
 
@@ -182,6 +185,7 @@ class AsyncDurablePostgresSaver(SaverCore):
                 list_cache_bytes=list_cache_bytes,
                 allowed_types=allowed_types,
                 accept_plaintext=accept_plaintext,
+                action_log=action_log,
             )
         finally:
             await pool.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .core.codec import is_compressed, unpacked
@@ -184,3 +184,51 @@ class PayloadCache:
             while self._bytes > self.max_bytes:
                 _, old = self._items.popitem(last=False)
                 self._bytes -= len(old)
+
+
+class RunRegistry:
+    """The run id of each recent graph invocation, by the object that stands for it
+    (`core.runs.invocation_of`). The object is held, so its id is not reused while its
+    entry lives; the oldest entries go past `max_runs` (an invocation idle that long and
+    then resumed in the same call would start a new run id)."""
+
+    def __init__(self, max_runs: int = 16384) -> None:
+        self._runs: OrderedDict[int, tuple[object, str]] = OrderedDict()
+        self._max_runs = max_runs
+        self._lock = threading.Lock()
+
+    def run_id(self, invocation: object, new: Callable[[], str]) -> str:
+        """The invocation's run id; `new()` names it the first time it is seen."""
+        key = id(invocation)
+        with self._lock:
+            entry = self._runs.get(key)
+            if entry is not None and entry[0] is invocation:
+                self._runs.move_to_end(key)
+                return entry[1]
+            run_id = new()
+            self._runs[key] = (invocation, run_id)
+            while len(self._runs) > self._max_runs:
+                self._runs.popitem(last=False)
+            return run_id
+
+
+class CheckpointNotes:
+    """What the action log needs of recent checkpoints the saver stored or read: the step,
+    and the node of each pending Send (a Send's task names only its index). Bounded; a
+    checkpoint it lacks gets its step from the database and its Sends as `__send__`."""
+
+    def __init__(self, max_checkpoints: int = 4096) -> None:
+        self._notes: OrderedDict[tuple[str, str, str], tuple[int | None, tuple[str, ...]]] = OrderedDict()
+        self._max = max_checkpoints
+        self._lock = threading.Lock()
+
+    def note(self, thread_id: str, ns: str, checkpoint_id: str, step: int | None, sends: tuple[str, ...]) -> None:
+        with self._lock:
+            self._notes[(thread_id, ns, checkpoint_id)] = (step, sends)
+            self._notes.move_to_end((thread_id, ns, checkpoint_id))
+            while len(self._notes) > self._max:
+                self._notes.popitem(last=False)
+
+    def get(self, thread_id: str, ns: str, checkpoint_id: str) -> tuple[int | None, tuple[str, ...]] | None:
+        with self._lock:
+            return self._notes.get((thread_id, ns, checkpoint_id))

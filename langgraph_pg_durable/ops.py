@@ -31,10 +31,11 @@ from .core.keys import CheckpointKey, id_text, next_version, parse_config
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ListPolicy, ListState
 from .core.offload import DEFAULT_THRESHOLD, ObjectRef, Placement, attach, check_reference, validate_prefix
 from .core.plan import Plan, Query
+from .core.runs import caller_run_id, invocation_of, new_run_id
 from .core.safe_serde import AllowedType, default_serializer, with_allowed_types
 from .core.safe_serde import accept_plaintext as accept_plaintext_rows
 from .errors import ConfigError, shown
-from .memory import DEFAULT_ITEM_CACHE_BYTES, ItemCache, ListMemory
+from .memory import DEFAULT_ITEM_CACHE_BYTES, CheckpointNotes, ItemCache, ListMemory, RunRegistry
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, gc_cutoff, open_store
 from .retry import RetryPolicy
 from .sql.reads import RunLane
@@ -42,6 +43,7 @@ from .sql.schema import DEFAULT_SCHEMA, gc_lock_key, quote_schema, thread_lock_k
 from .sql.statements import Statements
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+TASKS = "__pregel_tasks"  # the channel of a checkpoint's pending Sends
 GC_BATCH = 1000  # object keys checked against the tables per statement
 
 
@@ -77,6 +79,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         list_cache_bytes: int = DEFAULT_ITEM_CACHE_BYTES,
         allowed_types: Iterable[AllowedType] = (),
         accept_plaintext: bool = False,
+        action_log: bool = True,
     ) -> None:
         """Options every saver takes (the shells pass them through):
 
@@ -92,6 +95,8 @@ class SaverCore(BaseCheckpointSaver[str]):
           and as deltas between (1 keeps lists whole); lists start in that layout past
           `list_min_bytes`; `list_cache_bytes` of recent items are kept for reads.
         - accept_plaintext: with an encrypting serde, also read rows written unencrypted.
+        - action_log: keep the action log (the `actions` and `runs` views) as tasks write;
+          off, checkpoints still carry their run ids, and `backfill_actions()` fills it later.
         """
         # Without a serde, LangGraph's strict msgpack allowlist (plus allowed_types): a
         # stored row never imports or calls anything else (see safe_serde.py).
@@ -105,8 +110,13 @@ class SaverCore(BaseCheckpointSaver[str]):
             raise ConfigError(f"offload_threshold must be a whole number of bytes >= 0, got {shown(offload_threshold)}")
         if not isinstance(snapshot_every, int) or isinstance(snapshot_every, bool) or snapshot_every < 1:
             raise ConfigError(f"snapshot_every must be a whole number >= 1 (1 keeps lists whole), got {shown(snapshot_every)}")
+        if not isinstance(action_log, bool):
+            raise ConfigError(f"action_log must be True or False, got {shown(action_log)}")
+        self.action_log = action_log
         self.lists = ListPolicy(snapshot_every, list_min_bytes)
         self.memory = ListMemory()
+        self.runs = RunRegistry()
+        self.notes = CheckpointNotes()
         self.items = ItemCache(list_cache_bytes)
         store = open_store(object_store, object_store_options)
         self.objects = (
@@ -148,6 +158,37 @@ class SaverCore(BaseCheckpointSaver[str]):
         """A version sorting after `current` as text, with a random tail that keeps forks apart."""
         return next_version(current)
 
+    # -- runs ---------------------------------------------------------------------------
+
+    def _run_of(self, config: RunnableConfig) -> str | None:
+        """The run a call belongs to: the caller's metadata `run_id`, else the id of the graph
+        invocation the call comes from (named the first time it is seen), else None."""
+        metadata = config.get("metadata")
+        given = metadata.get("run_id") if isinstance(metadata, Mapping) else None
+        if given is not None:
+            return id_text(given, "metadata['run_id']")
+        invocation = invocation_of(config)
+        if invocation is None:
+            return None
+        return self.runs.run_id(invocation, lambda: caller_run_id(config) or new_run_id())
+
+    def _note_checkpoint(self, thread_id: str, ns: str, checkpoint: Checkpoint, metadata: Any) -> None:
+        """Remember a checkpoint's step and the node of each of its pending Sends, for the
+        action rows of the tasks that run from it."""
+        step = metadata.get("step") if isinstance(metadata, Mapping) else None
+        sends = checkpoint.get("channel_values", {}).get(TASKS) or ()
+        nodes = tuple(str(getattr(send, "node", "__send__")) for send in sends) if isinstance(sends, (list, tuple)) else ()
+        self.notes.note(thread_id, ns, checkpoint["id"], step if isinstance(step, int) and not isinstance(step, bool) else None, nodes)
+
+    def _task_log(self, config: RunnableConfig) -> encode.TaskLog | None:
+        """What the action row of a put_writes to `config`'s checkpoint needs (None: log off)."""
+        if not self.action_log:
+            return None
+        key = parse_config(config, need_checkpoint_id=True)
+        note = self.notes.get(key.thread_id, key.checkpoint_ns, key.checkpoint_id or "")
+        step = note[0] + 1 if note is not None and note[0] is not None else None
+        return encode.TaskLog(self._run_of(config), step, note[1] if note is not None else None)
+
     # -- Query builders ---------------------------------------------------------------
 
     def _put_query(
@@ -159,6 +200,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         *,
         use_memory: bool = True,
         use_offers: bool = True,
+        run_id: str | None = None,
     ) -> Query[RunnableConfig | None]:
         """The put; its decode gives None when a value it holds without writing, a list
         version it extends, or the items of a pending write it uses, are not there.
@@ -178,6 +220,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             self.lists,
             self.memory if use_memory else None,
             use_offers=use_offers and use_memory,
+            run_id=run_id,
         )
         params, next_config, uploads, states = built.params, built.config, built.uploads, built.states
         used_offers = bool(params["base_item_channels"])
@@ -197,7 +240,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             return next_config
 
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
-        return Query(where, self.sql.put[plain], params, stored, uploads, locks=self._locks([thread_id]))
+        return Query(where, self.sql.put[(plain, self.action_log)], params, stored, uploads, locks=self._locks([thread_id]))
 
     @staticmethod
     def _parent_key(config: RunnableConfig) -> tuple[str, str, str]:
@@ -215,7 +258,9 @@ class SaverCore(BaseCheckpointSaver[str]):
         if not writes:
             parse_config(config, need_checkpoint_id=True)
             return
-        built = encode.put_writes_params(self.codec, config, writes, task_id, task_path, self.placement, self.lists, self.memory)
+        built = encode.put_writes_params(
+            self.codec, config, writes, task_id, task_path, self.placement, self.lists, self.memory, self._task_log(config)
+        )
         params = built.params
         where = f"put_writes of task {shown(task_id)} on thread {shown(params['thread_id'])}"
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
@@ -231,13 +276,13 @@ class SaverCore(BaseCheckpointSaver[str]):
             return bool(fetched)
 
         if built.packed is not None:
-            sql = self.sql.put_packed_writes[built.has_items]
+            sql = self.sql.put_packed_writes[(built.has_items, self.action_log)]
             if (yield Query(where, sql, built.packed, stored, built.uploads, locks=self._locks([thread_id]))):
                 return
         if built.has_items:
-            sql = self.sql.put_writes_items
+            sql = self.sql.put_writes_items[self.action_log]
         else:
-            sql = self.sql.put_writes[(built.replace, bool(built.uploads))]
+            sql = self.sql.put_writes[(built.replace, bool(built.uploads), self.action_log)]
         yield Query(where, sql, params, stored, built.uploads, locks=self._locks([thread_id]))
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
@@ -270,6 +315,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         found = read.found
         if found is not None:
             self.memory.holds(key.thread_id, key.checkpoint_ns, found.checkpoint["id"], found.checkpoint["channel_versions"])
+            self._note_checkpoint(key.thread_id, key.checkpoint_ns, found.checkpoint, found.metadata)
         return found
 
     def _history_scan(
@@ -381,7 +427,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         return Query(f"delete_for_runs {shown(ids)}", self.sql.run_threads, {"run_ids": ids}, lambda fetched: [r[0] for r in fetched])
 
     def _delete_for_runs_query(self, ids: Sequence[str], keep: set[tuple[str, str, str]], threads: Sequence[str]) -> Query[None]:
-        params = {"run_ids": ids, **_keep_params(keep)}
+        params = {"run_ids": ids, "thread_ids": list(threads), **_keep_params(keep)}
         return Query(f"delete_for_runs {shown(ids)}", self.sql.delete_for_runs, params, locks=self._locks(threads))
 
     def _copy_thread_query(self, source_thread_id: str, target_thread_id: str) -> Query[None]:
@@ -435,14 +481,19 @@ class SaverCore(BaseCheckpointSaver[str]):
         *,
         parent_writes_done: bool,
     ) -> Plan[RunnableConfig]:
-        """put: one statement, sent again relying on less when what it relied on is missing."""
-        query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=parent_writes_done)
+        """put: one statement, sent again relying on less when what it relied on is missing.
+        Outside a graph invocation, the checkpoint is a run of its own (an update_state)."""
+        run_id = self._run_of(config) or new_run_id()
+        key = parse_config(config)
+        if isinstance(checkpoint, Mapping) and isinstance(checkpoint.get("id"), str):
+            self._note_checkpoint(key.thread_id, key.checkpoint_ns, checkpoint, metadata)
+        query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=parent_writes_done, run_id=run_id)
         stored = yield query
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
-            stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_offers=False)
+            stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_offers=False, run_id=run_id)
         if stored is None:  # a value it relied on was pruned or deleted meanwhile: write it whole
-            stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_memory=False)
+            stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_memory=False, run_id=run_id)
         assert stored is not None
         return stored  # type: ignore[no-any-return]
 

@@ -69,6 +69,7 @@ class DurablePostgresSaver(SaverCore):
         list_cache_bytes: int = DEFAULT_ITEM_CACHE_BYTES,
         allowed_types: Iterable[AllowedType] = (),
         accept_plaintext: bool = False,
+        action_log: bool = True,
     ) -> None:
         """A saver on `conn`; every keyword is described in `SaverCore.__init__` (ops.py)."""
         super().__init__(
@@ -86,6 +87,7 @@ class DurablePostgresSaver(SaverCore):
             list_cache_bytes=list_cache_bytes,
             allowed_types=allowed_types,
             accept_plaintext=accept_plaintext,
+            action_log=action_log,
         )
         self._writes_in_flight = WritesInFlight()
         self.conn = conn
@@ -117,6 +119,7 @@ class DurablePostgresSaver(SaverCore):
         list_cache_bytes: int = DEFAULT_ITEM_CACHE_BYTES,
         allowed_types: Iterable[AllowedType] = (),
         accept_plaintext: bool = False,
+        action_log: bool = True,
     ) -> Iterator[DurablePostgresSaver]:
         """A saver on its own connection pool, closed on exit.
 
@@ -150,6 +153,7 @@ class DurablePostgresSaver(SaverCore):
                 list_cache_bytes=list_cache_bytes,
                 allowed_types=allowed_types,
                 accept_plaintext=accept_plaintext,
+                action_log=action_log,
             )
         finally:
             pool.close()

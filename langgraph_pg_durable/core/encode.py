@@ -21,6 +21,8 @@ from .keys import CheckpointKey, id_text, parse_config, require_text, version_te
 from .lists import ItemRow, ListBases, ListPolicy, ListState
 from .metadata import dump_metadata, merge_metadata
 from .offload import ObjectRef, Placement, Upload
+from .runs import has_next_tasks
+from .actions import describe
 
 
 PACKED_WRITES_TYPE = "langgraph-pg-durable/writes-v1"  # one row holding several writes of a task
@@ -68,10 +70,12 @@ def put_params(
     bases: ListBases | None,
     *,
     use_offers: bool = True,
+    run_id: str | None = None,
 ) -> PutParams:
     """The parameters of a put. `bases` (the saver's memory) names the list versions the
     parent checkpoint holds, which a delta extends; without it every list is a snapshot.
-    With `use_offers`, items the parent's pending writes stored are used, not stored again."""
+    With `use_offers`, items the parent's pending writes stored are used, not stored again.
+    `run_id` is the run the saver assigned; a `run_id` in the metadata wins over it."""
     key = parse_config(config)
     for field, kind in (("id", str), ("channel_values", Mapping), ("channel_versions", Mapping)):
         if not isinstance(checkpoint, Mapping) or not isinstance(checkpoint.get(field), kind):
@@ -169,15 +173,22 @@ def put_params(
     stored_metadata = merge_metadata(config, metadata)
     metadata_json, metadata_exact = dump_metadata(codec, stored_metadata)
     step = stored_metadata.get("step")
-    run_id = stored_metadata.get("run_id")
+    given_run_id = stored_metadata.get("run_id")
+    if given_run_id is not None:
+        run_id = id_text(given_run_id, "metadata['run_id']")
     source = stored_metadata.get("source")
+    step_value = step if isinstance(step, int) and not isinstance(step, bool) and -(2**31) <= step < 2**31 else None
+    root = key.checkpoint_ns == ""
     params = {
         "thread_id": key.thread_id,
         "checkpoint_ns": key.checkpoint_ns,
         "checkpoint_id": checkpoint_id,
         "parent_checkpoint_id": key.checkpoint_id,
-        "run_id": id_text(run_id, "metadata['run_id']") if run_id is not None else None,
-        "step": step if isinstance(step, int) and not isinstance(step, bool) and -(2**31) <= step < 2**31 else None,
+        "run_id": run_id,
+        "step": step_value,
+        # The run's row (run_log): a root checkpoint moves its last step and sets its status.
+        "run_step": step_value if root else None,
+        "run_status": ("running" if has_next_tasks(checkpoint) else "done") if root else "running",
         "source": source.replace("\x00", "") if isinstance(source, str) else None,
         "checkpoint": body_json,
         "value_channels": TextArray(require_text(ch, "channel") for ch, _ in held),
@@ -258,8 +269,10 @@ def put_writes_params(
     placement: Placement,
     lists: ListPolicy,
     bases: ListBases | None = None,
+    log: TaskLog | None = None,
 ) -> WritesParams:
-    """Parameters of `sql.writes.put_writes` (and of `put_packed_writes` when packable).
+    """Parameters of `sql.writes.put_writes` (and of `put_packed_writes` when packable);
+    with `log`, of the task's action row too.
 
     A write to a channel whose version in this checkpoint is a list in the delta layout
     (the writer's memory knows it) stores its items in channel_items: the next version's
@@ -344,8 +357,55 @@ def put_writes_params(
         params.update(_item_params(items))
         if packed is not None:
             packed.update(_item_params(items))
+    if log is not None:
+        logged = _action_params(codec, key, writes, task_id, task_path, refs, log)
+        params.update(logged)
+        if packed is not None:
+            packed.update(logged)
     replace = bool(writes) and all(channel in WRITES_IDX_MAP for channel, _ in writes)
     return WritesParams(params, packed, replace, uploads, offers, inline_item_groups(params) if items else {})
+
+
+@dataclass(frozen=True)
+class TaskLog:
+    """What a task's action row needs besides its writes: its run (None: not known), the
+    step it ran in (None: the statement reads it from the checkpoint), and the node of
+    each pending Send of the checkpoint it ran from (None: not known)."""
+
+    run_id: str | None
+    step: int | None
+    sends: Sequence[str] | None
+
+
+def _action_params(
+    codec: Codec,
+    key: CheckpointKey,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    refs: Sequence[ObjectRef | None],
+    log: TaskLog,
+) -> dict[str, Any]:
+    """The parameters of a task's action row and its run's row (see `sql.writes._task_log`)."""
+    action = describe(
+        writes,
+        checkpoint_ns=key.checkpoint_ns,
+        task_id=task_id,
+        task_path=task_path or "",
+        sends=log.sends,
+        offloaded={i: (ref.key, ref.size) for i, ref in enumerate(refs) if ref is not None},
+        encrypted=codec.encrypted,
+    )
+    status = {"error": "error", "interrupt": "interrupted"}.get(action.action_type) if key.checkpoint_ns == "" else None
+    return {
+        "run_id": log.run_id,
+        "action_step": log.step,
+        "action_idx": action.idx,
+        "agent": action.agent,
+        "action_type": action.action_type,
+        "payload": action.payload,
+        "run_status": status,
+    }
 
 
 def _ref_params(refs: Sequence[ObjectRef | None]) -> dict[str, Any]:

@@ -11,11 +11,15 @@ WITH gone_writes AS (
     DELETE FROM {q}.channel_values WHERE thread_id = ANY(%(thread_ids)s)
 ), gone_items AS (
     DELETE FROM {q}.channel_items WHERE thread_id = ANY(%(thread_ids)s)
+), gone_actions AS (
+    DELETE FROM {q}.action_log WHERE thread_id = ANY(%(thread_ids)s)
+), gone_runs AS (
+    DELETE FROM {q}.run_log WHERE thread_id = ANY(%(thread_ids)s)
 )
 DELETE FROM {q}.checkpoints WHERE thread_id = ANY(%(thread_ids)s)"""
 
 
-def _drop_checkpoints(q: str, doomed: str) -> str:
+def _drop_checkpoints(q: str, doomed: str, also: str = "") -> str:
     """Delete the checkpoints `doomed` selects, their writes, and values and list items
     nothing surviving needs.
 
@@ -23,10 +27,10 @@ def _drop_checkpoints(q: str, doomed: str) -> str:
     `{schema}.checkpoints c`. A surviving checkpoint holds its values, the rows its
     list versions extend (list_chain) and the items all of those use (item_versions).
     Every sub-statement sees the same snapshot, so the survivors are the checkpoints
-    `doomed` does not select.
+    `doomed` does not select. `also`: more CTEs (each followed by a comma).
     """
     return f"""
-WITH doomed AS MATERIALIZED ({doomed}),
+WITH doomed AS MATERIALIZED ({doomed}),{also}
 gone AS (
     DELETE FROM {q}.checkpoints c USING doomed d
     WHERE c.thread_id = d.thread_id AND c.checkpoint_ns = d.checkpoint_ns
@@ -96,12 +100,18 @@ WHERE i.thread_id IN (SELECT thread_id FROM doomed)
 
 def delete_for_runs(q: str) -> str:
     """The runs' checkpoints, except those named in `keep_*` (the ancestors a surviving
-    DeltaChannel checkpoint replays)."""
+    DeltaChannel checkpoint replays), and the runs' action rows and run rows."""
     return _drop_checkpoints(
         q,
         f"SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id FROM {q}.checkpoints c "
         "WHERE c.run_id = ANY(%(run_ids)s) AND (c.thread_id, c.checkpoint_ns, c.checkpoint_id) NOT IN ("
         " SELECT * FROM unnest(%(keep_threads)b::text[], %(keep_namespaces)b::text[], %(keep_ids)b::text[]))",
+        f"""
+gone_actions AS (
+    DELETE FROM {q}.action_log WHERE run_id = ANY(%(run_ids)s) AND thread_id = ANY(%(thread_ids)s)
+), gone_runs AS (
+    DELETE FROM {q}.run_log WHERE run_id = ANY(%(run_ids)s) AND thread_id = ANY(%(thread_ids)s)
+),""",
     )
 
 
@@ -147,6 +157,18 @@ WITH taken AS MATERIALIZED (
            object_key, object_sha256, object_size, item_version
     FROM {q}.checkpoint_writes WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
+), copied_actions AS (
+    INSERT INTO {q}.action_log (
+        thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload, created_at)
+    SELECT %(target)s, checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload, created_at
+    FROM {q}.action_log WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx) DO NOTHING
+), copied_runs AS (
+    INSERT INTO {q}.run_log (
+        thread_id, run_id, started_at, ended_at, first_step, last_step, status, status_step, agents)
+    SELECT %(target)s, run_id, started_at, ended_at, first_step, last_step, status, status_step, agents
+    FROM {q}.run_log WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
+    ON CONFLICT (thread_id, run_id) DO NOTHING
 ), copied AS (
     INSERT INTO {q}.checkpoints (
         thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,

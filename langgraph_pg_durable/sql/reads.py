@@ -361,8 +361,12 @@ ORDER BY thread_id, checkpoint_ns, checkpoint_id DESC"""
 
 
 def run_threads(q: str) -> str:
-    """The threads that hold checkpoints of the runs (through the run_id index); one column."""
-    return f"SELECT DISTINCT thread_id FROM {q}.checkpoints WHERE run_id = ANY(%(run_ids)s)"
+    """The threads that hold checkpoints or run rows of the runs (through their run_id
+    indexes); one column. A run stopped before its first checkpoint has a row only."""
+    return (
+        f"SELECT thread_id FROM {q}.checkpoints WHERE run_id = ANY(%(run_ids)s) "
+        f"UNION SELECT thread_id FROM {q}.run_log WHERE run_id = ANY(%(run_ids)s)"
+    )
 
 
 class RunLane(Columns):

@@ -20,6 +20,9 @@ def compact(sql: str) -> str:
     return re.sub(r" ?([,()=]) ?", r"\1", spaced)
 
 
+BOTH = (False, True)
+
+
 class Statements:
     """The SQL text of one schema's statements; built once per saver (the text is fixed)."""
 
@@ -31,15 +34,21 @@ class Statements:
         self.schema = schema
         q = self.q = quote_schema(schema)  # refuses a bad name before any I/O
         self.lock_threads = writes.lock_threads()
+        # Each write comes with the action log (`log`: the task's action row, the run's row) and without.
         # put: with neither a list in the delta layout nor an offloaded value (`plain`), or with.
-        self.put = {True: compact(writes.put_plain(q)), False: compact(writes.put(q))}
-        self.put_writes = {
-            (replace, offloaded): compact(writes.put_writes(q, replace=replace, offloaded=offloaded))
-            for replace in (False, True)
-            for offloaded in (False, True)
+        self.put = {
+            (plain, log): compact(writes.put_plain(q, log=log) if plain else writes.put(q, log=log)) for plain in BOTH for log in BOTH
         }
-        self.put_writes_items = compact(writes.put_writes_items(q))
-        self.put_packed_writes = {items: compact(writes.put_packed_writes(q, items=items)) for items in (False, True)}
+        self.put_writes = {
+            (replace, offloaded, log): compact(writes.put_writes(q, replace=replace, offloaded=offloaded, log=log))
+            for replace in BOTH
+            for offloaded in BOTH
+            for log in BOTH
+        }
+        self.put_writes_items = {log: compact(writes.put_writes_items(q, log=log)) for log in BOTH}
+        self.put_packed_writes = {
+            (items, log): compact(writes.put_packed_writes(q, items=items, log=log)) for items in BOTH for log in BOTH
+        }
         self.get_tuple = {
             (by_id, cold): compact(reads.get_tuple(q, by_id=by_id, cold=cold)) for by_id in (False, True) for cold in (False, True)
         }

@@ -6,6 +6,8 @@ checkpoint row in one data-modifying CTE. Every insert is idempotent (ON CONFLIC
 
 from __future__ import annotations
 
+NULL_TASK = "00000000-0000-0000-0000-000000000000"  # the caller's writes (a Command, a resume)
+
 # gc's lock, one per object prefix: a put storing objects holds it shared from its first
 # upload to its commit; gc holds it exclusively (a session lock) while it checks
 # references and deletes.
@@ -32,11 +34,82 @@ def _missing_bases(q: str) -> str:
      LIMIT 1)"""
 
 
-def put_plain(q: str) -> str:
+_STATUS = """status = CASE WHEN EXCLUDED.status_step >= coalesce(r.status_step, EXCLUDED.status_step)
+                  THEN EXCLUDED.status ELSE r.status END,
+    status_step = greatest(r.status_step, EXCLUDED.status_step)"""
+
+
+def _earlier_runs(q: str) -> str:
+    """A new run marks the thread's runs still `running` interrupted: they stopped with
+    work left (at a static breakpoint, or in a crash), and another run came after."""
+    return f"""earlier_runs AS (
+    UPDATE {q}.run_log e SET status = 'interrupted'
+    WHERE e.thread_id = %(thread_id)s AND e.status = 'running' AND e.run_id <> %(run_id)s
+      AND EXISTS (SELECT FROM run WHERE fresh)
+)"""
+
+
+def _checkpoint_run(q: str) -> str:
+    """CTEs keeping the run's row in run_log for a put (also when a base is missing and the
+    put is sent again: the row's update is idempotent).
+
+    A root checkpoint (`run_step` its step; NULL in a subgraph, which leaves the row as
+    it is) moves the run's last step and sets its status, `running` or `done`
+    (`run_status`), unless an event of a later step set it (`status_step`): a put
+    delivered late (durability="async") does not undo an error."""
+    return f"""run AS (
+    INSERT INTO {q}.run_log AS r (thread_id, run_id, first_step, last_step, status, status_step)
+    VALUES (%(thread_id)s, %(run_id)s, %(run_step)s::int, %(run_step)s, %(run_status)s, %(run_step)s)
+    ON CONFLICT (thread_id, run_id) DO UPDATE SET
+    ended_at = now(), first_step = least(r.first_step, EXCLUDED.first_step),
+    last_step = greatest(r.last_step, EXCLUDED.last_step), {_STATUS}
+    WHERE EXCLUDED.first_step IS NOT NULL
+    RETURNING xmax = 0 AS fresh
+), {_earlier_runs(q)}"""
+
+
+def _task_log(q: str) -> str:
+    """CTEs storing a task's action row, and its run's row in run_log.
+
+    The step the task ran in comes from the saver's memory (`action_step`), else from the
+    checkpoint it ran from. The caller's writes (the null task) are sent again with more
+    appended: their row takes the newest; any other task's first row is kept, as its
+    first writes are. The run's row learns the agent, and a root task's error or
+    interrupt (`run_status`); it is not rewritten when neither is new."""
+    return f"""task_step AS MATERIALIZED (
+    SELECT coalesce(%(action_step)s::int, (
+        SELECT c.step + 1 FROM {q}.checkpoints c
+        WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = %(checkpoint_ns)s
+          AND c.checkpoint_id = %(checkpoint_id)s)) AS step
+), logged AS (
+    INSERT INTO {q}.action_log AS a (
+        thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, coalesce(%(run_id)s::text, ''),
+           %(action_idx)s::int, s.step, %(agent)s::text, %(action_type)s, %(payload)s::jsonb
+    FROM task_step s
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx) DO UPDATE SET
+        action_type = EXCLUDED.action_type, payload = EXCLUDED.payload
+    WHERE a.task_id = '{NULL_TASK}'
+), run AS (
+    INSERT INTO {q}.run_log AS r (thread_id, run_id, status, status_step, agents)
+    SELECT %(thread_id)s, %(run_id)s, coalesce(%(run_status)s::text, 'running'),
+           CASE WHEN %(run_status)s IS NOT NULL THEN s.step END, ARRAY[%(agent)s]
+    FROM task_step s WHERE %(run_id)s IS NOT NULL
+    ON CONFLICT (thread_id, run_id) DO UPDATE SET
+    ended_at = now(), {_STATUS},
+    agents = CASE WHEN EXCLUDED.agents <@ r.agents THEN r.agents ELSE r.agents || EXCLUDED.agents END
+    WHERE EXCLUDED.status_step IS NOT NULL OR NOT EXCLUDED.agents <@ r.agents
+    RETURNING xmax = 0 AS fresh
+), {_earlier_runs(q)}"""
+
+
+def put_plain(q: str, *, log: bool = True) -> str:
     """`put` for the common case: no list in the delta layout, nothing offloaded. Writes
-    nothing when a value it holds but does not write is not stored."""
+    nothing when a value it holds but does not write is not stored. With `log`, it also
+    keeps the run's row in run_log."""
+    logged = f", {_checkpoint_run(q)}" if log else ""
     return f"""
-WITH missing_bases AS MATERIALIZED {_missing_bases(q)},
+WITH missing_bases AS MATERIALIZED {_missing_bases(q)}{logged},
 stored_values AS (
     INSERT INTO {q}.channel_values (thread_id, checkpoint_ns, channel, version, type, value)
     SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value
@@ -70,8 +143,9 @@ def _checkpoint_conflict() -> str:
 RETURNING 1"""
 
 
-def put(q: str) -> str:
+def put(q: str, *, log: bool = True) -> str:
     """`put` with lists in the delta layout and offloaded values."""
+    logged = f", {_checkpoint_run(q)}" if log else ""
     return f"""
 -- The stored values this put holds without writing them, and the list versions its deltas
 -- extend (or whose items its snapshots reuse), must still be there: if one was pruned or
@@ -86,7 +160,7 @@ WITH missing_bases AS MATERIALIZED (
         WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
           AND i.channel = b.channel AND i.version = b.version AND i.idx = 0)
      LIMIT 1)
-), stored_values AS (
+){logged}, stored_values AS (
     INSERT INTO {q}.channel_values (
         thread_id, checkpoint_ns, channel, version, type, value, object_key, object_sha256, object_size,
         list_chain, item_versions)
@@ -127,11 +201,12 @@ def _insert_items(q: str, guard: str = "") -> str:
     ON CONFLICT (thread_id, checkpoint_ns, channel, version, idx) DO NOTHING"""
 
 
-def put_writes_items(q: str) -> str:
+def put_writes_items(q: str, *, log: bool = True) -> str:
     """Insert a task's writes, some stored as items under their write keys (never a
     special channel's, so never replacing)."""
+    logged = f"{_task_log(q)}, " if log else ""
     return f"""
-WITH stored_items AS (
+WITH {logged}stored_items AS (
 {_insert_items(q)}
 )
 INSERT INTO {q}.checkpoint_writes (
@@ -161,14 +236,15 @@ def _not_packed_already(q: str) -> str:
     SELECT max(p.idx) FROM {_task_writes(q, "p")} AND p.type = %(packed_type)s), -1)"""
 
 
-def put_packed_writes(q: str, *, items: bool) -> str:
+def put_packed_writes(q: str, *, items: bool, log: bool = True) -> str:
     """A task's writes as one row, for a task that has no writes at the checkpoint yet;
     returns a row when it stored it. For a task re-run (or a retry) it stores nothing,
     and the caller sends `put_writes`, a row per write, which keeps the first write at
     each index and adds the rest, as the official saver's row per write does."""
-    with_items = f"WITH stored_items AS (\n{_insert_items(q)}\n)\n" if items else ""
+    ctes = ([_task_log(q)] if log else []) + ([f"stored_items AS (\n{_insert_items(q)}\n)"] if items else [])
+    with_ctes = f"WITH {', '.join(ctes)}\n" if ctes else ""
     return f"""
-{with_items}INSERT INTO {q}.checkpoint_writes (
+{with_ctes}INSERT INTO {q}.checkpoint_writes (
     thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value, item_version)
 SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
        %(packed_idx)s, %(packed_channel)s, %(packed_type)s, %(packed_value)b, %(packed_item_version)s
@@ -177,9 +253,11 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
 RETURNING 1"""
 
 
-def put_writes(q: str, *, replace: bool, offloaded: bool = True) -> str:
+def put_writes(q: str, *, replace: bool, offloaded: bool = True, log: bool = True) -> str:
     """Insert a task's writes; `replace` (special channels only) overwrites a retry's rows;
-    without `offloaded` the statement leaves the object-reference columns out."""
+    without `offloaded` the statement leaves the object-reference columns out; with `log`
+    it stores the task's action row too."""
+    with_log = f"WITH {_task_log(q)}\n" if log else ""
     conflict = (
         "DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, "
         "value = EXCLUDED.value, task_path = EXCLUDED.task_path, object_key = EXCLUDED.object_key, "
@@ -191,7 +269,7 @@ def put_writes(q: str, *, replace: bool, offloaded: bool = True) -> str:
     skip = "" if replace else _not_packed_already(q) + "\n"
     if not offloaded:
         return f"""
-INSERT INTO {q}.checkpoint_writes (
+{with_log}INSERT INTO {q}.checkpoint_writes (
     thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
 SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
        w.idx, w.channel, w.type, w.value
@@ -199,7 +277,7 @@ FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b:
     AS w(idx, channel, type, value)
 {skip}ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict.split(", object_key")[0]}"""
     return f"""
-INSERT INTO {q}.checkpoint_writes (
+{with_log}INSERT INTO {q}.checkpoint_writes (
     thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value,
     object_key, object_sha256, object_size)
 SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,

@@ -190,9 +190,9 @@ class RowStoreSaver(SaverCore):
             if query.sql in getattr(sql, name).values():
                 self.sent.append(name)
                 return handler(p)
-        if query.sql == sql.put_writes_items or query.sql in sql.put_writes.values():
+        if query.sql in sql.put_writes_items.values() or query.sql in sql.put_writes.values():
             self.sent.append("put_writes")
-            replace = query.sql in (sql.put_writes[(True, False)], sql.put_writes[(True, True)])
+            replace = any(query.sql == text for (replaces, _, _), text in sql.put_writes.items() if replaces)
             return self.store.put_writes(p, replace=replace)
         raise NotImplementedError(f"RowStore does not answer {query.operation}: {query.sql[:60]}...")
 

@@ -1,0 +1,311 @@
+"""The action log: what one task did, as a row a person can read in SQL.
+
+`describe` turns a task's pending writes into its action: the agent (the node, under
+its subgraph path), the action type, and a JSON payload. Messages take the OpenAI chat
+shape (langchain-core's converter), other values their natural JSON form; what has none
+(bytes, an offloaded value, an arbitrary object) becomes a marker object naming its kind
+and size, never a silent truncation. Pure: values in, JSON text out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import enum
+import math
+import re
+import traceback
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage, convert_to_openai_messages
+from langgraph.checkpoint.base import WRITES_IDX_MAP
+
+from .codec import dump_json
+
+# The action types, most specific first: a task that wrote several kinds gets the first.
+ACTION_TYPES = ("error", "interrupt", "tool_call", "llm_call", "observation", "human", "decision")
+
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # writes of the caller (Command, resume)
+INPUT_AGENT = "__input__"  # the agent of the caller's writes
+_START = "__start__"  # the node that takes a graph's input
+_ERROR, _INTERRUPT, _RESUME, _TASKS = "__error__", "__interrupt__", "__resume__", "__pregel_tasks"
+_BRANCH = "branch:to:"
+_INTERNAL = frozenset({"__no_writes__"})  # LangGraph's marker of a task that wrote nothing
+_PULL, _PUSH = "~__pregel_pull, ", "~__pregel_push, "
+MARKER = "$lgpd"  # the key of a marker object: {"$lgpd": "bytes", "size": 12}
+_ROLES = frozenset({"human", "user", "ai", "assistant", "system", "developer", "tool", "function"})
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_MAX_DEPTH = 64
+_MAX_TRACEBACK_CHARS = 16 << 10
+
+
+@dataclass(frozen=True)
+class Action:
+    """One action row: who (`agent`), what kind (`action_type`), and the payload as JSON text."""
+
+    agent: str
+    action_type: str
+    payload: str
+    idx: int  # the index of the task's first write, as the writes table keys it
+
+
+def agent_name(checkpoint_ns: str, task_id: str, task_path: str, sends: Sequence[str] | None) -> str:
+    """The node that ran, under its subgraph path: `researcher/tools` for the node `tools`
+    of the subgraph the node `researcher` runs.
+
+    A Send's task names only its index among the checkpoint's pending Sends (`sends`, the
+    node of each, when the saver knows them); a task of the functional API names none.
+    """
+    if task_id == NULL_TASK_ID:
+        node = INPUT_AGENT
+    elif task_path.startswith(_PULL):
+        node = task_path[len(_PULL) :]
+    elif task_path.startswith(_PUSH):
+        first = task_path[len(_PUSH) :].split(", ", 1)[0]
+        if first.isdigit():
+            index = int(first)
+            node = sends[index] if sends is not None and index < len(sends) else "__send__"
+        else:
+            node = "__task__"
+    else:
+        node = task_path or "__unknown__"
+    return "/".join([*subgraph_path(checkpoint_ns), node])
+
+
+def subgraph_path(checkpoint_ns: str) -> list[str]:
+    """The nodes whose subgraphs a namespace is in: 'a:<task id>|b:<task id>' is [a, b]."""
+    return [part.split(":", 1)[0] for part in checkpoint_ns.split("|")] if checkpoint_ns else []
+
+
+def describe(
+    writes: Sequence[tuple[str, Any]],
+    *,
+    checkpoint_ns: str,
+    task_id: str,
+    task_path: str,
+    sends: Sequence[str] | None = None,
+    offloaded: Mapping[int, tuple[str, int]] | None = None,
+    encrypted: bool = False,
+) -> Action:
+    """The action of a task that wrote `writes`.
+
+    `offloaded` maps the position of a write stored in the object store to its (key,
+    size): its payload is a marker. With `encrypted`, the payload says so and holds
+    nothing written (agent and type stay readable).
+    """
+    agent = agent_name(checkpoint_ns, task_id, task_path, sends)
+    kinds: set[str] = set()
+    payload: dict[str, Any] = {}
+    messages: list[Any] = []
+    state: dict[str, Any] = {}
+    repeated: list[str] = []
+    offloaded = offloaded or {}
+    for position, (channel, value) in enumerate(writes):
+        if position in offloaded:
+            key, size = offloaded[position]
+            marker = {MARKER: "offloaded", "size": size, "object_key": key}
+            _put(state, repeated, channel, marker)
+            continue
+        if channel == _ERROR:
+            kinds.add("error")
+            payload["error"] = _error(value)
+        elif channel == _INTERRUPT:
+            kinds.add("interrupt")
+            payload["interrupts"] = [_interrupt(i) for i in (value if isinstance(value, (list, tuple)) else [value])]
+        elif channel == _RESUME:
+            payload["resume"] = readable(value)
+        elif channel == _TASKS:
+            payload.setdefault("sends", []).append(readable(value))
+        elif channel in _INTERNAL:
+            continue
+        elif channel.startswith(_BRANCH):
+            payload.setdefault("goto", []).append(channel[len(_BRANCH) :])
+        elif (found := as_messages(channel, value)) is not None:
+            for message in found:
+                messages.append(message_json(message))
+                kinds.add(_message_kind(message))
+        else:
+            _put(state, repeated, channel, readable(value))
+    if task_id == NULL_TASK_ID or (task_path == _PULL + _START and not checkpoint_ns):
+        action_type = "human"  # the caller's input, its Command, or a resume value
+    elif task_path == _PULL + _START:
+        action_type = "decision"  # what a parent graph handed its subgraph
+    else:
+        action_type = next((kind for kind in ACTION_TYPES if kind in kinds), "decision")
+    if messages:
+        payload["messages"] = messages
+    if state:
+        payload["state"] = state
+    if repeated:
+        payload["repeated"] = repeated
+    idx = WRITES_IDX_MAP.get(writes[0][0], 0) if writes else 0
+    if encrypted:
+        payload = {MARKER: "encrypted"}
+    return Action(agent, action_type, dump_json(payload), idx)
+
+
+def _put(state: dict[str, Any], repeated: list[str], channel: str, value: Any) -> None:
+    """One write into `state`: a channel written twice by one task holds a list of its
+    values, and is named in `repeated`."""
+    if channel not in state:
+        state[channel] = value
+    elif channel in repeated:
+        state[channel].append(value)
+    else:
+        state[channel] = [state[channel], value]
+        repeated.append(channel)
+
+
+def as_messages(channel: str, value: Any) -> list[Any] | None:
+    """The messages a write holds, or None if it is not messages: a message, a list of
+    them (or of LangChain's message-like forms: (role, text) pairs, role dicts), or a str
+    written to a channel named `messages` (which `add_messages` takes for a human turn)."""
+    if isinstance(value, BaseMessage):
+        return [value]
+    if isinstance(value, str):
+        return [("human", value)] if channel == "messages" else None
+    if isinstance(value, (list, tuple)) and value and all(_message_like(v) for v in value):
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
+            return [value]  # one (role, text) pair
+        return list(value)
+    return None
+
+
+def _message_like(value: Any) -> bool:
+    if isinstance(value, BaseMessage):
+        return True
+    if isinstance(value, (list, tuple)) and len(value) == 2 and isinstance(value[0], str):
+        return value[0] in _ROLES
+    if isinstance(value, Mapping):
+        return "content" in value and (value.get("role") in _ROLES or value.get("type") in _ROLES)
+    return False
+
+
+def message_json(message: Any) -> Any:
+    """A message in the OpenAI chat shape, with LangChain's id, usage_metadata and
+    response_metadata under their own keys; a message the converter refuses keeps its
+    LangChain type and content."""
+    try:
+        # In a list: the converter takes a lone (role, text) pair for two messages.
+        converted = convert_to_openai_messages([message])[0]
+    except Exception:  # a RemoveMessage, a malformed dict: still shown, by type
+        converted = {"type": getattr(message, "type", type(message).__name__), "content": readable(getattr(message, "content", None))}
+    out = readable(converted)
+    if isinstance(message, BaseMessage) and isinstance(out, dict):
+        if message.id is not None:
+            out["id"] = message.id
+        for extra in ("usage_metadata", "response_metadata"):
+            found = getattr(message, extra, None)
+            if found:
+                out[extra] = readable(found)
+    return out
+
+
+def _message_kind(message: Any) -> str:
+    role = _role(message)
+    if role in ("ai", "assistant"):
+        calls = getattr(message, "tool_calls", None) if isinstance(message, BaseMessage) else None
+        if calls is None and isinstance(message, Mapping):
+            calls = message.get("tool_calls")
+        return "tool_call" if calls else "llm_call"
+    if role in ("tool", "function"):
+        return "observation"
+    if role in ("human", "user"):
+        return "human"
+    return "decision"
+
+
+def _role(message: Any) -> str | None:
+    if isinstance(message, BaseMessage):
+        return message.type
+    if isinstance(message, (list, tuple)):
+        return str(message[0])
+    if isinstance(message, Mapping):
+        return str(message.get("role") or message.get("type"))
+    return None
+
+
+def _error(value: Any) -> dict[str, Any]:
+    """An error write as {type, message, traceback}: the traceback when the exception has one."""
+    if isinstance(value, BaseException):
+        out: dict[str, Any] = {"type": type(value).__name__, "message": _text(str(value))}
+        if value.__traceback__ is not None:
+            text = "".join(traceback.format_exception(value))
+            if len(text) > _MAX_TRACEBACK_CHARS:
+                out["traceback_chars"] = len(text)
+                text = text[-_MAX_TRACEBACK_CHARS:]
+                out[MARKER] = "traceback cut to its last 16 KiB"
+            out["traceback"] = _text(text)
+        return out
+    return {"type": type(value).__name__, "message": readable(value)}
+
+
+def _interrupt(value: Any) -> Any:
+    if hasattr(value, "value") and hasattr(value, "id"):
+        return {"id": readable(value.id), "value": readable(value.value)}
+    return readable(value)
+
+
+def readable(value: Any, depth: int = 0) -> Any:
+    """A value as JSON-ready data, or a marker object saying what it is when it has no
+    JSON form. Never calls anything but pydantic's and the message converter's dumps."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return _text(value)
+    if depth >= _MAX_DEPTH:
+        return {MARKER: "too deep", "type": _type_name(value)}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {MARKER: "bytes", "size": len(value)}
+    if isinstance(value, BaseMessage):
+        return message_json(value)
+    if isinstance(value, Mapping):
+        return {_key(k): readable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [readable(v, depth + 1) for v in value]
+    if isinstance(value, enum.Enum):
+        return readable(value.value, depth + 1)
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, (uuid.UUID, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, BaseException):
+        return {"type": type(value).__name__, "message": _text(str(value))}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):  # pydantic
+        try:
+            return readable(dump(mode="json"), depth + 1)
+        except Exception:
+            return {MARKER: "object", "type": _type_name(value)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: readable(getattr(value, f.name, None), depth + 1) for f in dataclasses.fields(value)}
+    if hasattr(value, "node") and hasattr(value, "arg"):  # a Send
+        return {"node": readable(value.node), "arg": readable(value.arg, depth + 1)}
+    return {MARKER: "object", "type": _type_name(value)}
+
+
+def _key(key: Any) -> str:
+    return _text(key if isinstance(key, str) else str(key))
+
+
+def _text(text: str) -> str:
+    """Text jsonb can hold: NUL (which jsonb refuses) and lone surrogates (which UTF-8
+    cannot encode) become U+FFFD."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    if not text.isascii() and _SURROGATE.search(text):
+        text = _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"

@@ -1,0 +1,318 @@
+"""The action log and run ids on real agent graphs (deterministic fake chat models, no
+network): every task's row in the `actions` view, one row per invocation in `runs`, and the
+run id on every checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.types import Command
+from psycopg import sql
+from psycopg.rows import dict_row
+
+import agents
+from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
+
+
+# (step, agent, action_type) of the calculator agent's two turns ("what is 1+2?", "thanks").
+CALCULATOR_ACTIONS = [
+    (0, "__start__", "human"),
+    (1, "agent", "tool_call"),
+    (2, "tools", "observation"),
+    (3, "agent", "llm_call"),
+    (5, "__start__", "human"),
+    (6, "agent", "llm_call"),
+]
+
+
+def thread() -> dict[str, Any]:
+    return {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
+
+
+def query(dsn: str, schema: str, text: str, *params: Any) -> list[dict[str, Any]]:
+    """Rows of `text`, whose `{s}` is the saver's schema."""
+    with psycopg.connect(dsn, row_factory=dict_row) as conn:
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        return conn.execute(text, params).fetchall()  # type: ignore[arg-type]
+
+
+def actions(dsn: str, schema: str, thread_id: str) -> list[dict[str, Any]]:
+    return query(dsn, schema, "SELECT * FROM actions WHERE thread_id = %s ORDER BY created_at, step, agent", thread_id)
+
+
+def kinds(rows: list[dict[str, Any]]) -> list[tuple[int, str, str]]:
+    return [(r["step"], r["agent"], r["action_type"]) for r in rows]
+
+
+@pytest.fixture
+def saver(pg_dsn: str, schema_name: str) -> Any:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        yield saver
+
+
+def test_a_tool_calling_agent_logs_each_task_in_order(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    graph = agents.tool_agent(saver, agents.calculator_replies())
+    config = thread()
+    graph.invoke({"messages": [("user", "what is 1+2?")]}, config, durability="sync")
+    graph.invoke({"messages": [("user", "thanks")]}, config, durability="sync")
+    rows = actions(pg_dsn, schema_name, config["configurable"]["thread_id"])
+    assert kinds(rows) == CALCULATOR_ACTIONS
+    first, call, result, answer = (r["payload"] for r in rows[:4])
+    assert first["messages"] == [{"role": "user", "content": "what is 1+2?"}]
+    assert first["goto"] == ["agent"]
+    (asked,) = call["messages"]
+    assert asked["role"] == "assistant" and asked["id"] == "ai-1"
+    assert asked["tool_calls"] == [{"id": "call-1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}]
+    assert asked["usage_metadata"] == {"input_tokens": 12, "output_tokens": 5, "total_tokens": 17}
+    (tool_message,) = result["messages"]
+    assert {k: tool_message[k] for k in ("role", "name", "tool_call_id", "content")} == {
+        "role": "tool",
+        "name": "add",
+        "tool_call_id": "call-1",
+        "content": "3",
+    }
+    assert answer["messages"][0]["content"] == "1 + 2 = 3"
+    # Each tool call paired with its result, by id, in SQL.
+    paired = query(
+        pg_dsn,
+        schema_name,
+        """
+        SELECT c.agent, tc->'function'->>'name' AS tool, (tc->'function'->>'arguments')::jsonb AS arguments,
+               r.agent AS ran_by, m->>'content' AS result
+        FROM actions c
+        CROSS JOIN jsonb_array_elements(c.payload->'messages') AS a(msg)
+        CROSS JOIN jsonb_array_elements(a.msg->'tool_calls') AS tc
+        JOIN actions r ON r.thread_id = c.thread_id AND r.action_type = 'observation'
+        CROSS JOIN jsonb_array_elements(r.payload->'messages') AS m
+        WHERE c.thread_id = %s AND c.action_type = 'tool_call' AND m->>'tool_call_id' = tc->>'id'
+        """,
+        config["configurable"]["thread_id"],
+    )
+    assert paired == [{"agent": "agent", "tool": "add", "arguments": {"a": 1, "b": 2}, "ran_by": "tools", "result": "3"}]
+
+
+def test_two_invokes_and_a_resume_are_three_runs_each_holding_its_checkpoints(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    graph = agents.approval(saver)
+    config = thread()
+    tid = config["configurable"]["thread_id"]
+    graph.invoke({"item": "book", "status": "new"}, config, durability="sync")  # stops at the interrupt
+    graph.invoke(Command(resume="yes"), config, durability="sync")
+    graph.invoke({"item": "pen", "status": "new"}, config, durability="sync")  # a new order: interrupts again
+    runs = query(pg_dsn, schema_name, "SELECT * FROM runs WHERE thread_id = %s ORDER BY started_at", tid)
+    assert [r["status"] for r in runs] == ["interrupted", "done", "interrupted"]
+    assert len({r["run_id"] for r in runs}) == 3
+    by_run = query(
+        pg_dsn, schema_name, "SELECT run_id, count(*) AS n, min(step) AS first, max(step) AS last FROM checkpoints GROUP BY run_id"
+    )
+    counts = {r["run_id"]: (r["n"], r["first"], r["last"]) for r in by_run}
+    # input, start, draft (approve asked: no checkpoint) | approve | input, start, draft
+    assert [counts[r["run_id"]] for r in runs] == [(3, -1, 1), (1, 2, 2), (3, 3, 5)]
+    assert [r["steps"] for r in runs] == [3, 1, 3]
+    assert None not in counts
+    # The resume run's actions: the caller's resume value, then the approved task's result.
+    resumed = [r for r in actions(pg_dsn, schema_name, tid) if r["run_id"] == runs[1]["run_id"]]
+    assert kinds(resumed) == [(2, "__input__", "human"), (2, "approve", "decision")]
+    assert resumed[0]["payload"] == {"resume": "yes"}
+    assert resumed[1]["payload"] == {"state": {"status": "shipped"}, "resume": ["yes"]}
+    asked = [r for r in actions(pg_dsn, schema_name, tid) if r["action_type"] == "interrupt"]
+    assert [r["payload"]["interrupts"][0]["value"] for r in asked] == [{"question": "ship book?"}, {"question": "ship pen?"}]
+    # delete_for_runs of the middle run removes exactly its checkpoints and actions.
+    saver.delete_for_runs([runs[1]["run_id"]])
+    left = query(pg_dsn, schema_name, "SELECT DISTINCT run_id FROM checkpoints")
+    assert {r["run_id"] for r in left} == {runs[0]["run_id"], runs[2]["run_id"]}
+    assert runs[1]["run_id"] not in {r["run_id"] for r in actions(pg_dsn, schema_name, tid)}
+    assert [r["run_id"] for r in query(pg_dsn, schema_name, "SELECT run_id FROM runs ORDER BY started_at")] == [
+        runs[0]["run_id"],
+        runs[2]["run_id"],
+    ]
+
+
+def test_a_callers_metadata_run_id_wins(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    graph = agents.tool_agent(saver, agents.calculator_replies())
+    config = {**thread(), "metadata": {"run_id": "run-from-the-server"}}
+    graph.invoke({"messages": [("user", "what is 1+2?")]}, config, durability="sync")
+    assert {r["run_id"] for r in query(pg_dsn, schema_name, "SELECT run_id FROM checkpoints")} == {"run-from-the-server"}
+    assert {r["run_id"] for r in actions(pg_dsn, schema_name, config["configurable"]["thread_id"])} == {"run-from-the-server"}
+    (run,) = query(pg_dsn, schema_name, "SELECT * FROM runs")
+    assert (run["run_id"], run["status"], run["agents"]) == ("run-from-the-server", "done", ["__start__", "agent", "tools"])
+
+
+def test_langchains_run_id_names_the_run_when_the_caller_gives_one(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    graph = agents.fan_out(saver)
+    traced = uuid.uuid4()
+    graph.invoke({"topics": ["a"], "notes": []}, {**thread(), "run_id": traced}, durability="sync")
+    assert {r["run_id"] for r in query(pg_dsn, schema_name, "SELECT run_id FROM checkpoints")} == {str(traced)}
+
+
+def test_a_supervisor_s_sub_agents_are_named_by_their_path_and_share_the_run(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    graph = agents.supervisor(saver)
+    config = thread()
+    graph.invoke({"messages": [("user", "write about tides")]}, config, durability="sync")
+    rows = actions(pg_dsn, schema_name, config["configurable"]["thread_id"])
+    assert {r["run_id"] for r in rows} == {r["run_id"] for r in query(pg_dsn, schema_name, "SELECT run_id FROM checkpoints")}
+    assert len({r["run_id"] for r in rows}) == 1
+    sub = [(r["agent"], r["action_type"]) for r in rows if r["checkpoint_ns"]]
+    assert sub == [
+        ("researcher/__start__", "decision"),
+        ("researcher/model", "tool_call"),
+        ("researcher/tools", "observation"),
+        ("researcher/model", "llm_call"),
+        ("writer/__start__", "decision"),
+        ("writer/model", "llm_call"),
+    ]
+    search = next(r for r in rows if r["agent"] == "researcher/tools")
+    assert search["payload"]["messages"][0]["content"] == "results for tides"
+    assert search["payload"]["messages"][0]["tool_call_id"] == "call-s"
+    root = [(r["agent"], r["action_type"]) for r in rows if not r["checkpoint_ns"]]
+    assert [a for a, _ in root] == ["__start__", "route", "researcher", "route", "writer", "route"]
+    routes = [r["payload"] for r in rows if r["agent"] == "route"]
+    assert [p.get("goto") for p in routes] == [["researcher"], ["writer"], None]
+    (run,) = query(pg_dsn, schema_name, "SELECT * FROM runs")
+    assert run["status"] == "done"
+    assert set(run["agents"]) == {a for a, _ in root} | {a for a, _ in sub}
+
+
+def test_tasks_started_by_send_are_named_after_their_node(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    graph = agents.fan_out(saver)
+    config = thread()
+    graph.invoke({"topics": ["a", "b", "c"], "notes": []}, config, durability="sync")
+    rows = actions(pg_dsn, schema_name, config["configurable"]["thread_id"])
+    assert kinds(rows) == [(0, "__start__", "human")] + [(1, "worker", "decision")] * 3
+    assert sorted(r["payload"]["state"]["notes"][0] for r in rows[1:]) == ["note on a", "note on b", "note on c"]
+    assert [s["node"] for s in rows[0]["payload"]["sends"]] == ["worker"] * 3
+
+
+def test_a_task_that_raises_is_an_error_and_fails_its_run(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    graph = agents.failing_tool(saver)
+    config = thread()
+    with pytest.raises(ValueError, match="service down"):
+        graph.invoke({"messages": [("user", "weather?")]}, config, durability="sync")
+    rows = actions(pg_dsn, schema_name, config["configurable"]["thread_id"])
+    assert kinds(rows) == [(0, "__start__", "human"), (1, "agent", "tool_call"), (2, "tools", "error")]
+    error = rows[-1]["payload"]["error"]
+    assert (error["type"], error["message"]) == ("ValueError", "service down for 'weather'")
+    assert "Traceback (most recent call last)" in error["traceback"] and "in flaky" in error["traceback"]
+    (run,) = query(pg_dsn, schema_name, "SELECT * FROM runs")
+    assert run["status"] == "error"
+    failed_today = query(pg_dsn, schema_name, "SELECT run_id FROM runs WHERE status = 'error' AND started_at >= current_date")
+    assert [r["run_id"] for r in failed_today] == [run["run_id"]]
+
+
+def test_a_run_stopped_at_a_static_breakpoint_is_interrupted_once_the_next_run_starts(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    graph = agents.approval(saver)
+    graph.interrupt_before_nodes = ["approve"]
+    config = thread()
+    graph.invoke({"item": "book", "status": "new"}, config, durability="sync")
+    assert [r["status"] for r in query(pg_dsn, schema_name, "SELECT status FROM runs")] == ["running"]
+    graph.invoke(None, config, durability="sync")  # goes on: approve asks with interrupt()
+    statuses = [r["status"] for r in query(pg_dsn, schema_name, "SELECT status FROM runs ORDER BY started_at")]
+    assert statuses == ["interrupted", "interrupted"]
+
+
+def test_action_log_off_writes_no_action_or_run_rows_but_keeps_run_ids(pg_dsn: str, schema_name: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, action_log=False) as saver:
+        saver.setup()
+        graph = agents.tool_agent(saver, agents.calculator_replies())
+        config = thread()
+        graph.invoke({"messages": [("user", "what is 1+2?")]}, config, durability="sync")
+        assert graph.get_state(config).values["messages"][-1].content == "1 + 2 = 3"
+    assert query(pg_dsn, schema_name, "SELECT * FROM actions") == []
+    assert query(pg_dsn, schema_name, "SELECT * FROM runs") == []
+    assert len({r["run_id"] for r in query(pg_dsn, schema_name, "SELECT run_id FROM checkpoints")} - {None}) == 1
+
+
+async def test_the_async_saver_logs_the_same_rows(pg_dsn: str, schema_name: str) -> None:
+    async with AsyncDurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        await saver.setup()
+        graph = agents.tool_agent(saver, agents.calculator_replies())
+        config = thread()
+        await graph.ainvoke({"messages": [("user", "what is 1+2?")]}, config, durability="sync")
+        await graph.ainvoke({"messages": [("user", "thanks")]}, config, durability="sync")
+    rows = actions(pg_dsn, schema_name, config["configurable"]["thread_id"])
+    assert kinds(rows) == CALCULATOR_ACTIONS
+    assert [r["status"] for r in query(pg_dsn, schema_name, "SELECT status FROM runs ORDER BY started_at")] == ["done", "done"]
+
+
+# -- encryption -----------------------------------------------------------------------------
+
+SECRET = "the vault combination is 31-41-59"
+
+
+def _dump(pg_dsn: str, schema: str) -> bytes:
+    """The schema as pg_dump writes it (a pg_dump at least as new as the server), else every
+    row of every table as text: what a reader of the database sees."""
+    with psycopg.connect(pg_dsn) as conn:
+        server_major = conn.info.server_version // 10000
+        tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))]
+    for candidate in (shutil.which("pg_dump"), *sorted(str(p) for p in Path("/usr/lib/postgresql").glob("*/bin/pg_dump"))):
+        if candidate is None:
+            continue
+        version = subprocess.run([candidate, "--version"], capture_output=True, text=True).stdout.split()[-1]
+        if int(version.split(".")[0]) >= server_major:
+            return subprocess.run([candidate, "--dbname", pg_dsn, "--schema", schema], capture_output=True, check=True).stdout
+    out = []
+    with psycopg.connect(pg_dsn) as conn:
+        for table in tables:
+            out += [
+                r[0] for r in conn.execute(sql.SQL("SELECT t::text FROM {}.{} t").format(sql.Identifier(schema), sql.Identifier(table)))
+            ]
+    return "\n".join(out).encode()
+
+
+@pytest.mark.parametrize("encrypt", [False, True], ids=["plain", "encrypted"])
+def test_under_encryption_no_message_text_is_stored_anywhere(pg_dsn: str, schema_name: str, encrypt: bool) -> None:
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef") if encrypt else None
+    replies = [
+        agents.AIMessage("", id="s-1", tool_calls=[agents.call("search", "call-v", query=SECRET)]),
+        agents.AIMessage(f"I found: {SECRET}", id="s-2"),
+    ]
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, serde=serde) as saver:
+        saver.setup()
+        graph = agents.tool_agent(saver, replies)
+        config = thread()
+        graph.invoke({"messages": [("user", f"find {SECRET}")]}, config, durability="sync")
+        assert graph.get_state(config).values["messages"][-1].content == f"I found: {SECRET}"
+    dump = _dump(pg_dsn, schema_name)
+    readable = SECRET.encode() in dump or SECRET.encode().hex().encode() in dump
+    assert readable is not encrypt  # the plain run shows the search finds it
+    rows = actions(pg_dsn, schema_name, config["configurable"]["thread_id"])
+    assert kinds(rows) == [(0, "__start__", "human"), (1, "agent", "tool_call"), (2, "tools", "observation"), (3, "agent", "llm_call")]
+    if encrypt:
+        assert all(r["payload"] == {"$lgpd": "encrypted"} for r in rows)
+    else:
+        assert json.dumps(rows[1]["payload"]).count("vault combination") == 1
+
+
+def test_the_three_common_questions_are_index_scans_on_a_large_log(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    """A run's actions in order; an agent's tool calls in the last hour; failed runs today."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema_name)))
+        conn.execute(
+            """INSERT INTO action_log (thread_id, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload, created_at)
+            SELECT 't' || (g / 40), 'c' || g, 'task', 'r' || (g / 20), 0, g % 20, 'agent' || (g % 7),
+                   (ARRAY['llm_call', 'tool_call', 'observation', 'decision'])[1 + g % 4], '{}', now() - g * interval '1 second'
+            FROM generate_series(1, 100000) g"""
+        )
+        conn.execute(
+            """INSERT INTO run_log (thread_id, run_id, started_at, status)
+            SELECT 't' || (g / 2), 'r' || g, now() - g * interval '10 seconds', CASE WHEN g % 50 = 0 THEN 'error' ELSE 'done' END
+            FROM generate_series(1, 5000) g"""
+        )
+        conn.execute("ANALYZE action_log, run_log")
+        for question in (
+            "SELECT step, agent FROM actions WHERE run_id = 'r77' ORDER BY step",
+            "SELECT * FROM actions WHERE agent = 'agent3' AND action_type = 'tool_call' AND created_at > now() - interval '1 hour'",
+            "SELECT * FROM runs WHERE status = 'error' AND started_at >= current_date",
+        ):
+            plan = "\n".join(row[0] for row in conn.execute("EXPLAIN " + question))
+            assert "Index" in plan and "Seq Scan" not in plan, plan

@@ -1,0 +1,114 @@
+"""The README's "Query your agents in SQL" queries, run as written through psql against a
+database the agent graphs populated; each answer is checked."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+import agents
+from langgraph_pg_durable import DurablePostgresSaver
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_queries() -> list[str]:
+    """The sql blocks of the README's section, in order."""
+    text = README.read_text()
+    section = text.split("### Query your agents in SQL", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sql\n(.*?)```", section, re.S)
+
+
+def psql_binary() -> str:
+    found = shutil.which("psql") or next((str(p) for p in sorted(Path("/usr/lib/postgresql").glob("*/bin/psql"))), None)
+    if found is None:
+        pytest.fail("psql is not installed: the README's queries are psql scripts (apt-get install postgresql-client)")
+    return found
+
+
+def psql(dsn: str, schema: str, query: str, **variables: Any) -> list[dict[str, str]]:
+    """Run one README query with psql (its variables set with -v), on `schema` instead of
+    the default one; the rows as dicts of text."""
+    script = query.replace("langgraph_durable.", f"{schema}.")
+    args = [psql_binary(), dsn, "-X", "-q", "--csv", "-v", "ON_ERROR_STOP=1"]
+    for name, value in variables.items():
+        args += ["-v", f"{name}={value}"]
+    done = subprocess.run(args, input=script, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return list(csv.DictReader(io.StringIO(done.stdout)))
+
+
+@pytest.fixture
+def populated(pg_dsn: str, schema_name: str) -> dict[str, Any]:
+    """A tool agent's two turns, a run that failed, and a supervisor's run."""
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        agent = {"configurable": {"thread_id": f"calc-{uuid.uuid4().hex[:6]}"}}
+        graph = agents.tool_agent(saver, agents.calculator_replies())
+        graph.invoke({"messages": [("user", "what is 1+2?")]}, agent, durability="sync")
+        graph.invoke({"messages": [("user", "thanks")]}, agent, durability="sync")
+        failed = {"configurable": {"thread_id": f"flaky-{uuid.uuid4().hex[:6]}"}}
+        with pytest.raises(ValueError):
+            agents.failing_tool(saver).invoke({"messages": [("user", "weather?")]}, failed, durability="sync")
+        team = {"configurable": {"thread_id": f"team-{uuid.uuid4().hex[:6]}"}}
+        agents.supervisor(saver).invoke({"messages": [("user", "write about tides")]}, team, durability="sync")
+    with psycopg.connect(pg_dsn) as conn:
+        runs = conn.execute(
+            f'SELECT thread_id, run_id FROM "{schema_name}".runs ORDER BY started_at',
+        ).fetchall()
+    ids = {name: config["configurable"]["thread_id"] for name, config in (("agent", agent), ("failed", failed), ("team", team))}
+    return {**ids, "runs": runs}
+
+
+def test_the_readme_has_five_queries() -> None:
+    assert len(readme_queries()) == 5
+
+
+def test_each_readme_query_answers_on_a_populated_database(populated: dict[str, Any], pg_dsn: str, schema_name: str) -> None:
+    steps, tool_calls, prompt, failed, tokens = readme_queries()
+    first_run = next(run for thread_id, run in populated["runs"] if thread_id == populated["agent"])
+
+    rows = psql(pg_dsn, schema_name, steps, run=first_run)
+    assert [(r["step"], r["agent"], r["action_type"]) for r in rows] == [
+        ("0", "__start__", "human"),
+        ("1", "agent", "tool_call"),
+        ("2", "tools", "observation"),
+        ("3", "agent", "llm_call"),
+    ]
+
+    rows = psql(pg_dsn, schema_name, tool_calls, agent="agent")
+    by_thread = {r["thread_id"]: r for r in rows}
+    calc = by_thread[populated["agent"]]
+    assert (calc["tool"], calc["arguments"], calc["result"]) == ("add", '{"a": 1, "b": 2}', "3")
+    flaky = by_thread[populated["failed"]]
+    assert (flaky["tool"], flaky["result"]) == ("flaky", "")  # it raised: no result
+    rows = psql(pg_dsn, schema_name, tool_calls, agent="researcher/model")
+    assert [(r["tool"], r["result"]) for r in rows] == [("search", "results for tides")]
+
+    rows = psql(pg_dsn, schema_name, prompt, thread=populated["agent"], step=3)
+    assert [(r["part"], r["role"], r["content"]) for r in rows] == [
+        ("prompt", "user", "what is 1+2?"),
+        ("prompt", "assistant", ""),
+        ("prompt", "tool", "3"),
+        ("response", "assistant", "1 + 2 = 3"),
+    ]
+    assert "call-1" in rows[1]["tool_calls"]
+
+    rows = psql(pg_dsn, schema_name, failed)
+    assert [(r["thread_id"], r["agent"], r["error"], r["message"]) for r in rows] == [
+        (populated["failed"], "tools", "ValueError", "service down for 'weather'")
+    ]
+
+    rows = psql(pg_dsn, schema_name, tokens)
+    totals = {(r["thread_id"], r["run_id"]): (r["input_tokens"], r["output_tokens"], r["total_tokens"]) for r in rows}
+    second_run = [run for thread_id, run in populated["runs"] if thread_id == populated["agent"]][1]
+    assert totals == {(populated["agent"], first_run): ("32", "11", "43"), (populated["agent"], second_run): ("30", "4", "34")}

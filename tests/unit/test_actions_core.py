@@ -1,0 +1,181 @@
+"""The action log's pure parts: agent names, action types, readable payloads, run ids and
+whether a checkpoint leaves work to do. No server."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import uuid
+from types import SimpleNamespace
+
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph.types import Interrupt, Send
+
+from langgraph_pg_durable.core.actions import MARKER, NULL_TASK_ID, agent_name, describe, readable
+from langgraph_pg_durable.core.runs import has_next_tasks, invocation_of, new_run_id
+from langgraph_pg_durable.memory import RunRegistry
+
+PULL, PUSH = "~__pregel_pull, ", "~__pregel_push, "
+
+
+def payload(writes: list[tuple[str, object]], **kw: object) -> tuple[str, dict]:
+    options = {"checkpoint_ns": "", "task_id": "t1", "task_path": PULL + "node", **kw}
+    action = describe(writes, **options)  # type: ignore[arg-type]
+    return action.action_type, json.loads(action.payload)
+
+
+def test_agents_are_named_by_node_subgraph_path_and_send_target() -> None:
+    assert agent_name("", "t", PULL + "tools", None) == "tools"
+    assert agent_name("researcher:1f2e|search:99", "t", PULL + "tools", None) == "researcher/search/tools"
+    assert agent_name("", "t", PUSH + "0000000001, 0000000000", ("a", "b")) == "b"
+    assert agent_name("", "t", PUSH + "0000000005", ("a",)) == "__send__"  # not known: said so
+    assert agent_name("", "t", PUSH + "~__pregel_pull, entry, 0000000002, True", None) == "__task__"
+    assert agent_name("sub:1", NULL_TASK_ID, "", None) == "sub/__input__"
+    assert agent_name("", "t", "", None) == "__unknown__"
+
+
+def test_the_most_specific_kind_wins() -> None:
+    ai_call = AIMessage("", tool_calls=[{"id": "c", "name": "f", "args": {}}])
+    assert payload([("messages", [AIMessage("hi")])])[0] == "llm_call"
+    assert payload([("messages", [ai_call])])[0] == "tool_call"
+    assert payload([("messages", [AIMessage("hi"), ai_call])])[0] == "tool_call"
+    assert payload([("messages", [ToolMessage("3", tool_call_id="c")])])[0] == "observation"
+    assert payload([("__error__", ValueError("x")), ("messages", [ai_call])])[0] == "error"
+    assert payload([("__interrupt__", [Interrupt(value="ok?", id="i")])])[0] == "interrupt"
+    assert payload([("branch:to:next", None)])[0] == "decision"
+    assert payload([("count", 3)])[0] == "decision"
+    assert payload([("__resume__", "yes")], task_id=NULL_TASK_ID, task_path="")[0] == "human"
+    # The graph's input is the human's; a subgraph's input is what its parent handed in.
+    assert payload([("messages", [("user", "hi")])], task_path=PULL + "__start__")[0] == "human"
+    assert payload([("messages", [AIMessage("hi")])], task_path=PULL + "__start__", checkpoint_ns="sub:1")[0] == "decision"
+
+
+def test_messages_take_the_openai_shape_with_langchains_extras() -> None:
+    reply = AIMessage(
+        "",
+        id="m1",
+        tool_calls=[{"id": "c1", "name": "add", "args": {"a": 1}}],
+        usage_metadata={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
+        response_metadata={"model_name": "fake"},
+    )
+    _, out = payload([("messages", [reply]), ("branch:to:tools", None)])
+    (message,) = out["messages"]
+    assert message["role"] == "assistant"
+    assert message["tool_calls"] == [{"type": "function", "id": "c1", "function": {"name": "add", "arguments": '{"a": 1}'}}]
+    assert (message["id"], message["usage_metadata"]["total_tokens"], message["response_metadata"]) == ("m1", 3, {"model_name": "fake"})
+    assert out["goto"] == ["tools"]
+    # Message-like forms the reducer accepts: (role, text), role dicts, a bare str to `messages`.
+    _, out = payload([("messages", [("user", "hi"), {"role": "assistant", "content": "yo"}])])
+    assert out["messages"] == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    _, out = payload([("messages", "plain")])
+    assert out["messages"] == [{"role": "user", "content": "plain"}]
+    _, out = payload([("note", "plain")])  # a str elsewhere is state, not a message
+    assert out == {"state": {"note": "plain"}}
+    _, out = payload([("messages", [HumanMessage("a", id="h"), RemoveMessage(id="h")])])
+    assert out["messages"][0] == {"role": "user", "content": "a", "id": "h"}
+    assert out["messages"][1]["id"] == "h"  # shown even though the converter has no shape for it
+
+
+def test_values_without_a_json_form_are_markers_never_cut_silently() -> None:
+    @dataclasses.dataclass
+    class Point:
+        x: int
+        when: datetime.date
+
+    class Opaque:
+        pass
+
+    _, out = payload(
+        [
+            ("blob", b"\x00" * 10),
+            ("point", Point(1, datetime.date(2026, 12, 1))),
+            ("thing", Opaque()),
+            ("huge", 2**80),
+            ("nan", float("nan")),
+            ("text", "a\x00b\ud800c"),
+            ("id", uuid.UUID(int=1)),
+            ("big", "x" * 50),
+        ],
+        offloaded={7: ("objects/ab", 5 << 20)},
+    )
+    state = out["state"]
+    assert state["blob"] == {MARKER: "bytes", "size": 10}
+    assert state["point"] == {"x": 1, "when": "2026-12-01"}
+    assert state["thing"] == {MARKER: "object", "type": f"{__name__}.{Opaque.__qualname__}"}
+    assert state["huge"] == str(2**80) and state["nan"] == "nan"
+    assert state["text"] == "a\ufffdb\ufffdc"  # jsonb holds neither NUL nor a lone surrogate
+    assert state["id"] == "00000000-0000-0000-0000-000000000001"
+    assert state["big"] == {MARKER: "offloaded", "size": 5 << 20, "object_key": "objects/ab"}
+    nested: object = "bottom"
+    for _ in range(100):
+        nested = [nested]
+    assert MARKER in json.dumps(readable(nested))
+
+
+def test_errors_interrupts_sends_and_repeated_channels_keep_everything() -> None:
+    try:
+        raise KeyError("missing")
+    except KeyError as exc:
+        error = exc
+    _, out = payload([("__error__", error)])
+    assert out["error"]["type"] == "KeyError" and "Traceback" in out["error"]["traceback"]
+    _, out = payload([("__interrupt__", (Interrupt(value={"q": 1}, id="i1"),))])
+    assert out["interrupts"] == [{"id": "i1", "value": {"q": 1}}]
+    _, out = payload([("__pregel_tasks", Send("worker", {"topic": "a"}))])
+    assert out["sends"] == [{"node": "worker", "arg": {"topic": "a"}}]
+    _, out = payload([("notes", "a"), ("notes", "b"), ("notes", "c")])
+    assert out == {"state": {"notes": ["a", "b", "c"]}, "repeated": ["notes"]}
+    _, out = payload([("__no_writes__", None)])
+    assert out == {}
+
+
+def test_under_encryption_the_payload_is_a_marker_and_the_kind_stays() -> None:
+    action = describe([("messages", [AIMessage("secret")])], checkpoint_ns="", task_id="t", task_path=PULL + "agent", encrypted=True)
+    assert (action.agent, action.action_type, json.loads(action.payload)) == ("agent", "llm_call", {MARKER: "encrypted"})
+
+
+def test_an_interrupt_and_the_later_result_of_a_task_are_keyed_apart() -> None:
+    asked = describe([("__interrupt__", [])], checkpoint_ns="", task_id="t", task_path=PULL + "a")
+    done = describe([("x", 1)], checkpoint_ns="", task_id="t", task_path=PULL + "a")
+    assert (asked.idx, done.idx) == (-3, 0)
+
+
+def test_run_ids_are_uuid7_and_sort_by_time() -> None:
+    ids = [new_run_id() for _ in range(50)]
+    assert all(uuid.UUID(i).version == 7 for i in ids)
+    assert len(set(ids)) == 50
+    assert sorted(ids)[0][:8] == ids[0][:8]  # the leading bits are the time in ms
+
+
+def test_an_invocation_is_its_runtimes_control_and_keeps_one_id() -> None:
+    control = object()
+    config = {"configurable": {"__pregel_runtime": SimpleNamespace(control=control)}}
+    assert invocation_of(config) is control
+    assert invocation_of({"configurable": {}}) is None
+    assert invocation_of({}) is None
+    registry = RunRegistry(max_runs=2)
+    first = registry.run_id(control, new_run_id)
+    assert registry.run_id(control, new_run_id) == first
+    others = [object(), object(), object()]
+    for other in others:
+        registry.run_id(other, new_run_id)
+    assert registry.run_id(control, lambda: "renamed") == "renamed"  # evicted: a new id
+
+
+def test_a_checkpoint_leaves_work_while_a_trigger_holds_an_unseen_value() -> None:
+    done = {
+        "channel_values": {"messages": []},
+        "channel_versions": {"__start__": "2", "messages": "5", "branch:to:agent": "5"},
+        "versions_seen": {"__start__": {"__start__": "1"}, "agent": {"branch:to:agent": "4"}},
+    }
+    assert not has_next_tasks(done)  # branch:to:agent was consumed: no value, though newer
+    pending = {**done, "channel_values": {"messages": [], "branch:to:agent": None}}
+    assert has_next_tasks(pending)
+    never_ran = {**done, "channel_values": {"branch:to:tools": None}, "channel_versions": {"branch:to:tools": "3"}}
+    assert has_next_tasks(never_ran)
+    fresh_input = {"channel_values": {"__start__": {"x": 1}}, "channel_versions": {"__start__": "1"}, "versions_seen": {}}
+    assert has_next_tasks(fresh_input)
+    assert has_next_tasks({"channel_values": {"__pregel_tasks": [Send("w", {})]}, "channel_versions": {}, "versions_seen": {}})
+    mixed = {**pending, "channel_versions": {"branch:to:agent": 5}}  # versions of another type
+    assert not has_next_tasks(mixed)
