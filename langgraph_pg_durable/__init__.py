@@ -1,6 +1,7 @@
 """langgraph-pg-durable: a durable LangGraph checkpointer on PostgreSQL."""
 
 from .aio import AsyncDurablePostgresSaver
+from .core.logs import ActionRecord, RunRecord
 from .errors import (
     ChannelVersionError,
     CheckpointIntegrityError,
@@ -19,6 +20,7 @@ from .retry import RetryPolicy
 from .saver import DurablePostgresSaver
 
 __all__ = [
+    "ActionRecord",
     "AsyncDurablePostgresSaver",
     "ChannelVersionError",
     "CheckpointIntegrityError",
@@ -31,6 +33,7 @@ __all__ = [
     "ObjectIntegrityError",
     "ObjectStoreError",
     "RetryPolicy",
+    "RunRecord",
     "SchemaVersionError",
     "SerializationError",
     "StatementError",

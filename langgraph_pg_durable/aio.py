@@ -22,7 +22,7 @@ from contextlib import asynccontextmanager
 # from collections.abc import Iterable, Iterator, Mapping, Sequence
 # from contextlib import contextmanager
 # end
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -41,6 +41,7 @@ from psycopg_pool import AsyncConnectionPool
 from .adapters import has_rows
 from .core.arrays import Int8Array
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY
+from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
 from .core.offload import DEFAULT_THRESHOLD
 from .core.plan import Plan, Query
 from .core.safe_serde import AllowedType
@@ -331,6 +332,40 @@ class AsyncDurablePostgresSaver(SaverCore):
             for item in await self._execute(self._details_query(scan, page)):
                 yield item
 
+    async def alist_runs(
+        self,
+        thread_id: str | None = None,
+        *,
+        status: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[RunRecord]:
+        """Runs (the `runs` view), newest first: of one thread, with one status (done,
+        interrupted, error, running), started in [since, until); streamed page by page."""
+        scan = RunScan(thread_id=thread_id, status=status, since=since, until=until, limit=limit)
+        while not scan.done:
+            for record in await self._execute(self._runs_page_query(scan)):
+                yield record
+
+    async def alist_actions(
+        self,
+        *,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        agent: str | None = None,
+        action_type: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[ActionRecord]:
+        """Actions (the `actions` view), oldest first, matching every filter given
+        (committed in [since, until)); streamed page by page."""
+        scan = ActionScan(thread_id=thread_id, run_id=run_id, agent=agent, action_type=action_type, since=since, until=until, limit=limit)
+        while not scan.done:
+            for record in await self._execute(self._actions_page_query(scan)):
+                yield record
+
     async def aput(
         self,
         config: RunnableConfig,
@@ -374,6 +409,13 @@ class AsyncDurablePostgresSaver(SaverCore):
         """Delete the runs' checkpoints and writes, except the ones a surviving DeltaChannel
         checkpoint replays (kept so that it still restores)."""
         await self._run(self._delete_for_runs_plan(run_ids))
+
+    async def abackfill_actions(self, *, thread_ids: Sequence[str] | None = None, batch_size: int = 100) -> int:
+        """Fill the action log (and run ids) of threads written without it: before migration
+        0007, or with `action_log=False`. Threads are taken `batch_size` at a time, each
+        written in one statement, so an interrupted backfill resumes where it stopped (a
+        thread that has its log is skipped). Returns how many threads it filled."""
+        return await self._run(self._backfill_plan(thread_ids, batch_size))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread's rows to a thread that has none yet (ConfigError, nothing copied, if it has)."""
@@ -458,6 +500,36 @@ class AsyncDurablePostgresSaver(SaverCore):
                 return
             yield from self._on_loop(self._execute(self._details_query(scan, page)))
 
+    def list_runs(
+        self,
+        thread_id: str | None = None,
+        *,
+        status: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> Iterator[RunRecord]:
+        """`alist_runs`, from a thread other than the saver's event loop (pages are still streamed)."""
+        scan = RunScan(thread_id=thread_id, status=status, since=since, until=until, limit=limit)
+        while not scan.done:
+            yield from self._on_loop(self._execute(self._runs_page_query(scan)))
+
+    def list_actions(
+        self,
+        *,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        agent: str | None = None,
+        action_type: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> Iterator[ActionRecord]:
+        """`alist_actions`, from a thread other than the saver's event loop (pages are still streamed)."""
+        scan = ActionScan(thread_id=thread_id, run_id=run_id, agent=agent, action_type=action_type, since=since, until=until, limit=limit)
+        while not scan.done:
+            yield from self._on_loop(self._execute(self._actions_page_query(scan)))
+
     def put(
         self,
         config: RunnableConfig,
@@ -489,6 +561,10 @@ class AsyncDurablePostgresSaver(SaverCore):
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """`adelete_for_runs`, from a thread other than the saver's event loop."""
         return self._on_loop(self.adelete_for_runs(run_ids))
+
+    def backfill_actions(self, *, thread_ids: Sequence[str] | None = None, batch_size: int = 100) -> int:
+        """`abackfill_actions`, from a thread other than the saver's event loop."""
+        return self._on_loop(self.abackfill_actions(thread_ids=thread_ids, batch_size=batch_size))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """`acopy_thread`, from a thread other than the saver's event loop."""

@@ -26,7 +26,10 @@ from .core.arrays import TextArray
 from .core.codec import Codec, load_json
 from .core.decode import DETAIL_REFS, CheckpointRow
 from .core.delta_history import DeltaWalk, replay_ancestors
+from .core.backfill import CheckpointFacts, WriteFacts, decoded_for_backfill, store_params, thread_backfill
+from .core.encode import PACKED_WRITES_TYPE
 from .core.history import HistoryScan
+from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
 from .core.keys import CheckpointKey, id_text, next_version, parse_config
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ListPolicy, ListState
 from .core.offload import DEFAULT_THRESHOLD, ObjectRef, Placement, attach, check_reference, validate_prefix
@@ -38,6 +41,7 @@ from .errors import ConfigError, shown
 from .memory import DEFAULT_ITEM_CACHE_BYTES, CheckpointNotes, ItemCache, ListMemory, RunRegistry
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, gc_cutoff, open_store
 from .retry import RetryPolicy
+from .sql.logs import ThreadNeed
 from .sql.reads import RunLane
 from .sql.schema import DEFAULT_SCHEMA, gc_lock_key, quote_schema, thread_lock_keys
 from .sql.statements import Statements
@@ -346,6 +350,58 @@ class SaverCore(BaseCheckpointSaver[str]):
             ref_columns=DETAIL_REFS,
             memo=scan.payloads,
         )
+
+    # -- the action log ----------------------------------------------------------------
+
+    def _runs_page_query(self, scan: RunScan) -> Query[list[RunRecord]]:
+        return Query("list_runs", self.sql.runs_page(scan.page_where()), scan.page_params(), scan.take_page)
+
+    def _actions_page_query(self, scan: ActionScan) -> Query[list[ActionRecord]]:
+        return Query("list_actions", self.sql.actions_page(scan.page_where()), scan.page_params(), scan.take_page)
+
+    def _backfill_plan(self, thread_ids: Sequence[str] | None, batch_size: int) -> Plan[int]:
+        """backfill_actions: threads in keyset pages of `batch_size`; each one lacking its log
+        is read (facts, writes, decoded checkpoints) and written back in one statement."""
+        if type(batch_size) is not int or batch_size < 1:
+            raise ConfigError(f"backfill_actions() batch_size must be a whole number >= 1, got {shown(batch_size)}")
+        only = TextArray(id_text(t, "thread_id") for t in thread_ids) if thread_ids is not None else None
+        after, filled = "", 0
+        while True:
+            page = yield Query(
+                "backfill_actions",
+                self.sql.backfill_threads,
+                {"after": after, "only": only, "batch": batch_size},
+                lambda rows: [(r[ThreadNeed.THREAD_ID], r[ThreadNeed.NEEDED]) for r in rows],
+            )
+            for thread_id, needed in page:
+                if needed:
+                    yield from self._backfill_thread_plan(thread_id)
+                    filled += 1
+            if len(page) < batch_size:
+                return filled
+            after = page[-1][0]
+
+    def _backfill_thread_plan(self, thread_id: str) -> Plan[None]:
+        where = f"backfill_actions of thread {shown(thread_id)}"
+        facts = yield Query(where, self.sql.checkpoint_facts, {"thread_id": thread_id}, lambda rows: [CheckpointFacts(*r) for r in rows])
+        writes = yield Query(
+            where,
+            self.sql.write_facts,
+            {"thread_id": thread_id, "packed_type": PACKED_WRITES_TYPE},
+            lambda rows: [WriteFacts(*r) for r in rows],
+        )
+        decoded = {}
+        scan = self._history_scan({"configurable": {"thread_id": thread_id}}, None, None, None)
+        while not scan.done:
+            page = yield self._page_query(scan)
+            if not page:
+                break
+            for found in (yield self._details_query(scan, page)):
+                configurable = found.config["configurable"]
+                key = (configurable["checkpoint_ns"], configurable["checkpoint_id"])
+                decoded[key] = decoded_for_backfill(found.checkpoint, found.pending_writes or [])
+        built = thread_backfill(facts, writes, decoded, encrypted=self.codec.encrypted)
+        yield Query(where, self.sql.backfill_store, store_params(thread_id, built), locks=self._locks([thread_id]))
 
     # -- get_delta_channel_history ----------------------------------------------------
 

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -26,6 +26,7 @@ from psycopg_pool import ConnectionPool
 from .adapters import has_rows
 from .core.arrays import Int8Array
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY
+from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
 from .core.offload import DEFAULT_THRESHOLD
 from .core.plan import Plan, Query
 from .core.safe_serde import AllowedType
@@ -299,6 +300,40 @@ class DurablePostgresSaver(SaverCore):
             for item in self._execute(self._details_query(scan, page)):
                 yield item
 
+    def list_runs(
+        self,
+        thread_id: str | None = None,
+        *,
+        status: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> Iterator[RunRecord]:
+        """Runs (the `runs` view), newest first: of one thread, with one status (done,
+        interrupted, error, running), started in [since, until); streamed page by page."""
+        scan = RunScan(thread_id=thread_id, status=status, since=since, until=until, limit=limit)
+        while not scan.done:
+            for record in self._execute(self._runs_page_query(scan)):
+                yield record
+
+    def list_actions(
+        self,
+        *,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        agent: str | None = None,
+        action_type: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> Iterator[ActionRecord]:
+        """Actions (the `actions` view), oldest first, matching every filter given
+        (committed in [since, until)); streamed page by page."""
+        scan = ActionScan(thread_id=thread_id, run_id=run_id, agent=agent, action_type=action_type, since=since, until=until, limit=limit)
+        while not scan.done:
+            for record in self._execute(self._actions_page_query(scan)):
+                yield record
+
     def put(
         self,
         config: RunnableConfig,
@@ -342,6 +377,13 @@ class DurablePostgresSaver(SaverCore):
         """Delete the runs' checkpoints and writes, except the ones a surviving DeltaChannel
         checkpoint replays (kept so that it still restores)."""
         self._run(self._delete_for_runs_plan(run_ids))
+
+    def backfill_actions(self, *, thread_ids: Sequence[str] | None = None, batch_size: int = 100) -> int:
+        """Fill the action log (and run ids) of threads written without it: before migration
+        0007, or with `action_log=False`. Threads are taken `batch_size` at a time, each
+        written in one statement, so an interrupted backfill resumes where it stopped (a
+        thread that has its log is skipped). Returns how many threads it filled."""
+        return self._run(self._backfill_plan(thread_ids, batch_size))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread's rows to a thread that has none yet (ConfigError, nothing copied, if it has)."""

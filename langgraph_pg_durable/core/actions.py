@@ -9,6 +9,7 @@ and size, never a silent truncation. Pure: values in, JSON text out.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import datetime
 import decimal
@@ -39,6 +40,7 @@ _PULL, _PUSH = "~__pregel_pull, ", "~__pregel_push, "
 MARKER = "$lgpd"  # the key of a marker object: {"$lgpd": "bytes", "size": 12}
 _ROLES = frozenset({"human", "user", "ai", "assistant", "system", "developer", "tool", "function"})
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_ERROR_REPR = re.compile(r"([A-Za-z_][\w.]*)\((.*)\)", re.S)
 _MAX_DEPTH = 64
 _MAX_TRACEBACK_CHARS = 16 << 10
 
@@ -241,7 +243,21 @@ def _error(value: Any) -> dict[str, Any]:
                 out[MARKER] = "traceback cut to its last 16 KiB"
             out["traceback"] = _text(text)
         return out
+    if isinstance(value, str) and (match := _ERROR_REPR.fullmatch(value[:_MAX_TRACEBACK_CHARS])):
+        # As stored, an error is its repr, `ValueError('...')`: read back, it keeps its
+        # type and message (its traceback was never stored).
+        return {"type": match[1].rpartition(".")[2], "message": _text(_literal_text(match[2]))}
     return {"type": type(value).__name__, "message": readable(value)}
+
+
+def _literal_text(args: str) -> str:
+    """The message of an error's repr: its one string argument, read as a literal (never
+    evaluated), else the arguments as written."""
+    try:
+        found = ast.literal_eval(args)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return args
+    return found if isinstance(found, str) else args
 
 
 def _interrupt(value: Any) -> Any:

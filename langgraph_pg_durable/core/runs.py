@@ -10,6 +10,7 @@ the `RunControl` of the runtime in the config (`invocation_of`). The caller's me
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 import uuid
@@ -24,9 +25,10 @@ _INTERRUPT = "__interrupt__"
 _BRANCH = "branch:to:"
 
 
-def new_run_id() -> str:
-    """A UUIDv7 as text: unique, and sorting by creation time (newest runs last)."""
-    millis = time.time_ns() // 1_000_000
+def new_run_id(at: datetime.datetime | None = None) -> str:
+    """A UUIDv7 as text: unique, and sorting by creation time (newest runs last); `at`
+    dates it (a backfilled run takes its first checkpoint's time)."""
+    millis = int(at.timestamp() * 1000) if at is not None else time.time_ns() // 1_000_000
     value = (millis & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10), "big")
     value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
     value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant

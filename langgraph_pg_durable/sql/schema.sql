@@ -116,17 +116,18 @@ CREATE TABLE {schema}.schema_migrations (
 );
 
 CREATE VIEW {schema}.actions AS
-SELECT action_log.thread_id,
-    action_log.checkpoint_ns,
-    action_log.checkpoint_id,
-    NULLIF(action_log.run_id, ''::text) AS run_id,
-    action_log.step,
-    action_log.task_id,
-    action_log.agent,
-    action_log.action_type,
-    action_log.payload,
-    action_log.created_at
-   FROM {schema}.action_log;
+SELECT a.thread_id,
+    a.checkpoint_ns,
+    a.checkpoint_id,
+    NULLIF(a.run_id, ''::text) AS run_id,
+    COALESCE(a.step, c.step + 1) AS step,
+    a.task_id,
+    a.agent,
+    a.action_type,
+    a.payload,
+    a.created_at
+   FROM {schema}.action_log a
+     LEFT JOIN {schema}.checkpoints c ON a.step IS NULL AND c.thread_id = a.thread_id AND c.checkpoint_ns = a.checkpoint_ns AND c.checkpoint_id = a.checkpoint_id;
 
 CREATE VIEW {schema}.runs AS
 SELECT run_log.thread_id,

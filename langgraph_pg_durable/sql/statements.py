@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from . import deletes, reads, writes
+from . import deletes, logs, reads, writes
 from .schema import quote_schema
 
 
@@ -61,6 +61,10 @@ class Statements:
         self.delete_for_runs = deletes.delete_for_runs(q)
         self.prune_keep_latest = deletes.prune_keep_latest(q)
         self.copy_thread = deletes.copy_thread(q)
+        self.backfill_threads = logs.backfill_threads(q)
+        self.checkpoint_facts = logs.checkpoint_facts(q)
+        self.write_facts = logs.write_facts(q)
+        self.backfill_store = logs.backfill_store(q)
 
     @staticmethod
     @lru_cache(maxsize=64)
@@ -72,3 +76,11 @@ class Statements:
     def list_page(self, where: str) -> str:
         """One page of `list()` under `where` (built by core.history from fixed fragments)."""
         return reads.list_page(self.q, where)
+
+    def runs_page(self, where: str) -> str:
+        """One page of `list_runs()` under `where` (built by core.logs from fixed fragments)."""
+        return logs.runs_page(self.q, where)
+
+    def actions_page(self, where: str) -> str:
+        """One page of `list_actions()` under `where` (built by core.logs from fixed fragments)."""
+        return logs.actions_page(self.q, where)

@@ -75,7 +75,9 @@ def _task_log(q: str) -> str:
     checkpoint it ran from. The caller's writes (the null task) are sent again with more
     appended: their row takes the newest; any other task's first row is kept, as its
     first writes are. The run's row learns the agent, and a root task's error or
-    interrupt (`run_status`); it is not rewritten when neither is new."""
+    interrupt (`run_status`; of the last step when the step is not known yet, which
+    happens when the writes commit before their checkpoint); it is not rewritten when
+    neither is new."""
     return f"""task_step AS MATERIALIZED (
     SELECT coalesce(%(action_step)s::int, (
         SELECT c.step + 1 FROM {q}.checkpoints c
@@ -93,7 +95,7 @@ def _task_log(q: str) -> str:
 ), run AS (
     INSERT INTO {q}.run_log AS r (thread_id, run_id, status, status_step, agents)
     SELECT %(thread_id)s, %(run_id)s, coalesce(%(run_status)s::text, 'running'),
-           CASE WHEN %(run_status)s IS NOT NULL THEN s.step END, ARRAY[%(agent)s]
+           CASE WHEN %(run_status)s IS NOT NULL THEN coalesce(s.step, 2147483647) END, ARRAY[%(agent)s]
     FROM task_step s WHERE %(run_id)s IS NOT NULL
     ON CONFLICT (thread_id, run_id) DO UPDATE SET
     ended_at = now(), {_STATUS},

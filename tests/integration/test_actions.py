@@ -6,6 +6,7 @@ run id on every checkpoint.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import uuid
@@ -120,7 +121,8 @@ def test_two_invokes_and_a_resume_are_three_runs_each_holding_its_checkpoints(sa
     assert [r["steps"] for r in runs] == [3, 1, 3]
     assert None not in counts
     # The resume run's actions: the caller's resume value, then the approved task's result.
-    resumed = [r for r in actions(pg_dsn, schema_name, tid) if r["run_id"] == runs[1]["run_id"]]
+    # (LangGraph saves the two from different threads: they commit in either order.)
+    resumed = sorted((r for r in actions(pg_dsn, schema_name, tid) if r["run_id"] == runs[1]["run_id"]), key=lambda r: r["agent"])
     assert kinds(resumed) == [(2, "__input__", "human"), (2, "approve", "decision")]
     assert resumed[0]["payload"] == {"resume": "yes"}
     assert resumed[1]["payload"] == {"state": {"status": "shipped"}, "resume": ["yes"]}
@@ -304,11 +306,15 @@ def test_the_three_common_questions_are_index_scans_on_a_large_log(saver: Any, p
             FROM generate_series(1, 100000) g"""
         )
         conn.execute(
+            """INSERT INTO checkpoints (thread_id, checkpoint_id, step, checkpoint)
+            SELECT 't' || (g / 40), 'c' || g, g % 20, '{}' FROM generate_series(1, 100000) g"""
+        )
+        conn.execute(
             """INSERT INTO run_log (thread_id, run_id, started_at, status)
             SELECT 't' || (g / 2), 'r' || g, now() - g * interval '10 seconds', CASE WHEN g % 50 = 0 THEN 'error' ELSE 'done' END
             FROM generate_series(1, 5000) g"""
         )
-        conn.execute("ANALYZE action_log, run_log")
+        conn.execute("ANALYZE action_log, run_log, checkpoints")
         for question in (
             "SELECT step, agent FROM actions WHERE run_id = 'r77' ORDER BY step",
             "SELECT * FROM actions WHERE agent = 'agent3' AND action_type = 'tool_call' AND created_at > now() - interval '1 hour'",
@@ -316,3 +322,180 @@ def test_the_three_common_questions_are_index_scans_on_a_large_log(saver: Any, p
         ):
             plan = "\n".join(row[0] for row in conn.execute("EXPLAIN " + question))
             assert "Index" in plan and "Seq Scan" not in plan, plan
+
+
+# -- the Python API ---------------------------------------------------------------------------
+
+
+def test_list_runs_and_list_actions_filter_and_stream_in_pages(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    graph = agents.tool_agent(saver, agents.calculator_replies())
+    config = thread()
+    tid = config["configurable"]["thread_id"]
+    graph.invoke({"messages": [("user", "what is 1+2?")]}, config, durability="sync")
+    graph.invoke({"messages": [("user", "thanks")]}, config, durability="sync")
+    with pytest.raises(ValueError):
+        agents.failing_tool(saver).invoke({"messages": [("user", "weather?")]}, thread(), durability="sync")
+    runs = list(saver.list_runs(tid))
+    assert [r.status for r in runs] == ["done", "done"] and runs[0].started_at > runs[1].started_at  # newest first
+    assert runs[1].agents == ("__start__", "agent", "tools") and runs[1].steps == 5
+    (failed,) = saver.list_runs(status="error")
+    assert failed.thread_id != tid
+    assert list(saver.list_runs(tid, limit=1)) == runs[:1]
+    everything = list(saver.list_actions(thread_id=tid))
+    assert [(a.step, a.agent, a.action_type) for a in everything] == CALCULATOR_ACTIONS
+    assert everything[1].payload["messages"][0]["tool_calls"][0]["function"]["name"] == "add"
+    assert [a.step for a in saver.list_actions(run_id=runs[1].run_id)] == [0, 1, 2, 3]
+    tool_calls = list(saver.list_actions(agent="agent", action_type="tool_call"))
+    assert [(a.thread_id == tid, a.payload["messages"][0]["tool_calls"][0]["id"]) for a in tool_calls] == [
+        (True, "call-1"),
+        (False, "call-f"),
+    ]
+    assert list(saver.list_actions(thread_id=tid, since=everything[4].created_at)) == everything[4:]
+    assert list(saver.list_actions(thread_id=tid, until=everything[1].created_at)) == everything[:1]
+    # Streamed: more rows than the first page, read page by page in order, none twice.
+    many = thread()
+    for _ in range(12):
+        agents.fan_out(saver).invoke({"topics": [f"t{j}" for j in range(3)], "notes": []}, many, durability="sync")
+    streamed = list(saver.list_actions(thread_id=many["configurable"]["thread_id"]))
+    assert len(streamed) == 12 * 4 and len({(a.checkpoint_id, a.task_id, a.run_id) for a in streamed}) == 48
+    assert [a.created_at for a in streamed] == sorted(a.created_at for a in streamed)
+    assert len(list(saver.list_actions(thread_id=many["configurable"]["thread_id"], limit=20))) == 20
+
+
+async def test_the_async_list_api_matches(pg_dsn: str, schema_name: str) -> None:
+    async with AsyncDurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        await saver.setup()
+        config = thread()
+        await agents.tool_agent(saver, agents.calculator_replies()).ainvoke({"messages": [("user", "1+2?")]}, config, durability="sync")
+        runs = [r async for r in saver.alist_runs(config["configurable"]["thread_id"])]
+        found = [a async for a in saver.alist_actions(run_id=runs[0].run_id)]
+        assert [(a.step, a.agent, a.action_type) for a in found] == CALCULATOR_ACTIONS[:4]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.list_runs(status="finished"), "status 'finished' is not one of"),
+        (lambda s: s.list_actions(action_type="tool"), "action_type 'tool' is not one of"),
+        (lambda s: s.list_actions(since="yesterday"), "since must be a datetime"),
+        (lambda s: s.list_runs(limit=-1), "limit must be a whole number"),
+        (lambda s: s.list_actions(agent=3.5), "agent must be a string"),
+    ],
+)
+def test_bad_filters_are_refused_by_name(saver: Any, call: Any, message: str) -> None:
+    from langgraph_pg_durable import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        list(call(saver))
+
+
+# -- backfill -----------------------------------------------------------------------------------
+
+
+def _scenarios(saver: Any, prefix: str) -> None:
+    """Every shape of the log: two turns with a tool, subgraphs, Sends, an interrupt and its
+    resume, a failed run, a run stopped at a static breakpoint and continued.
+
+    (Not: a run that only continues from a breakpoint into an `interrupt()`, writing no
+    checkpoint. Its id is stored nowhere when the log is off, and its interrupt reads like
+    one of the run before: the backfill gives it to that run.)"""
+    calc = {"configurable": {"thread_id": f"{prefix}-calc"}}
+    agent = agents.tool_agent(saver, agents.calculator_replies())
+    agent.invoke({"messages": [("user", "what is 1+2?")]}, calc, durability="sync")
+    agent.invoke({"messages": [("user", "thanks")]}, calc, durability="sync")
+    agents.supervisor(saver).invoke({"messages": [("user", "tides")]}, {"configurable": {"thread_id": f"{prefix}-team"}}, durability="sync")
+    agents.fan_out(saver).invoke({"topics": ["a", "b"], "notes": []}, {"configurable": {"thread_id": f"{prefix}-fan"}}, durability="sync")
+    order = {"configurable": {"thread_id": f"{prefix}-order"}}
+    approval = agents.approval(saver)
+    approval.invoke({"item": "book", "status": "new"}, order, durability="sync")
+    approval.invoke(Command(resume="yes"), order, durability="sync")
+    with pytest.raises(ValueError):
+        agents.failing_tool(saver).invoke({"messages": [("user", "weather?")]}, {"configurable": {"thread_id": f"{prefix}-flaky"}})
+    paused = {"configurable": {"thread_id": f"{prefix}-paused"}}
+    stepwise = agents.approval(saver)
+    stepwise.interrupt_before_nodes = ["draft"]
+    stepwise.invoke({"item": "pen", "status": "new"}, paused, durability="sync")
+    stepwise.invoke(None, paused, durability="sync")  # goes on: draft, then approve asks
+    stepwise.invoke(Command(resume="no"), paused, durability="sync")
+
+
+RANDOM_ID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}")
+
+
+def _ids(payload: Any) -> Any:
+    """The payload without the ids LangGraph draws at random (a tool's message, an
+    interrupt): two runs draw different ones, and whether a tool message's id is drawn
+    before its write is saved is a race inside LangGraph (the reducer assigns it)."""
+    if isinstance(payload, dict):
+        return {
+            k: _ids(v)
+            for k, v in payload.items()
+            if not (k == "id" and isinstance(v, str) and RANDOM_ID.fullmatch(v)) and k != "traceback"  # not stored: not backfilled
+        }
+    if isinstance(payload, list):
+        return [_ids(v) for v in payload]
+    return payload
+
+
+def _side(pg_dsn: str, schema: str, prefix: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The action and run rows of the threads named `prefix-...`, comparable with another
+    prefix's: threads by their name after the prefix, runs by their order in the thread."""
+    like = f"{prefix}-%"
+    runs = query(pg_dsn, schema, "SELECT * FROM runs WHERE thread_id LIKE %s ORDER BY thread_id, started_at", like)
+    ordinal = {r["run_id"]: n for n, r in enumerate(runs)}
+    rows = query(
+        pg_dsn, schema, "SELECT * FROM actions WHERE thread_id LIKE %s ORDER BY thread_id, created_at, checkpoint_ns, task_id", like
+    )
+    actions = [
+        (
+            r["thread_id"].split("-", 1)[1],
+            bool(r["checkpoint_ns"]),
+            r["step"],
+            r["agent"],
+            r["action_type"],
+            _ids(r["payload"]),
+            ordinal[r["run_id"]],
+        )
+        for r in rows
+    ]
+    # Sorted, not in commit order: LangGraph saves a step's writes from several threads, so
+    # two tasks of a step (the caller's resume and the resumed task, say) commit in either order.
+    runs_out = [(r["thread_id"].split("-", 1)[1], r["steps"], r["status"], sorted(r["agents"]), ordinal[r["run_id"]]) for r in runs]
+    return sorted(actions, key=repr), runs_out
+
+
+def test_backfill_of_threads_written_with_the_log_off_gives_the_rows_the_log_writes(pg_dsn: str, schema_name: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        _scenarios(saver, "on")
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, action_log=False) as saver:
+        _scenarios(saver, "off")
+        assert _side(pg_dsn, schema_name, "off") == ([], [])
+        assert saver.backfill_actions(batch_size=2) == 6  # the log-off threads only, two a page
+        assert saver.backfill_actions() == 0  # run again: every thread has its log
+    on_actions, on_runs = _side(pg_dsn, schema_name, "on")
+    off_actions, off_runs = _side(pg_dsn, schema_name, "off")
+    assert len(on_actions) > 30 and len(on_runs) == 10
+    assert off_actions == on_actions
+    assert off_runs == on_runs
+    # Each action, logged or backfilled, is dated by the statement that stored its writes.
+    dated = query(
+        pg_dsn,
+        schema_name,
+        """SELECT EXISTS (SELECT 1 FROM checkpoint_writes w
+                          WHERE w.thread_id = a.thread_id AND w.checkpoint_ns = a.checkpoint_ns
+                            AND w.checkpoint_id = a.checkpoint_id AND w.task_id = a.task_id
+                            AND w.created_at = a.created_at) AS same
+           FROM action_log a""",
+    )
+    assert dated and all(r["same"] for r in dated)
+
+
+async def test_the_async_backfill_fills_a_thread(pg_dsn: str, schema_name: str) -> None:
+    async with AsyncDurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, action_log=False) as saver:
+        await saver.setup()
+        config = thread()
+        await agents.tool_agent(saver, agents.calculator_replies()).ainvoke({"messages": [("user", "1+2?")]}, config, durability="sync")
+        assert await saver.abackfill_actions(thread_ids=[config["configurable"]["thread_id"]]) == 1
+        found = [(a.step, a.agent, a.action_type) async for a in saver.alist_actions(thread_id=config["configurable"]["thread_id"])]
+        assert found == CALCULATOR_ACTIONS[:4]

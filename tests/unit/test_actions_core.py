@@ -179,3 +179,76 @@ def test_a_checkpoint_leaves_work_while_a_trigger_holds_an_unseen_value() -> Non
     assert has_next_tasks({"channel_values": {"__pregel_tasks": [Send("w", {})]}, "channel_versions": {}, "versions_seen": {}})
     mixed = {**pending, "channel_versions": {"branch:to:agent": 5}}  # versions of another type
     assert not has_next_tasks(mixed)
+
+
+def test_a_stored_error_repr_reads_back_as_its_type_and_message() -> None:
+    _, out = payload([("__error__", "ValueError(\"service down for 'weather'\")")])
+    assert out["error"] == {"type": "ValueError", "message": "service down for 'weather'"}
+    _, out = payload([("__error__", "mod.sub.Boom(3, 'x')")])
+    assert out["error"] == {"type": "Boom", "message": "3, 'x'"}  # not one string: as written, never evaluated
+    _, out = payload([("__error__", "__import__('os').system('x')")])
+    assert out["error"]["message"] == "'os').system('x'"
+
+
+def test_log_scans_page_by_keyset_and_refuse_bad_filters() -> None:
+    import pytest
+
+    from langgraph_pg_durable import ConfigError
+    from langgraph_pg_durable.core.logs import FIRST_PAGE, ActionScan, RunScan
+
+    scan = RunScan(thread_id="t", status="error", limit=FIRST_PAGE + 3)
+    assert scan.page_where() == "thread_id = %(thread_id)s AND status = %(status)s"
+    assert scan.page_params()["page"] == FIRST_PAGE
+    when = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
+    rows = [("t", f"r{i}", when, when, 1, "error", ["a"]) for i in range(FIRST_PAGE)]
+    assert [r.run_id for r in scan.take_page(rows)][:2] == ["r0", "r1"]
+    assert not scan.done and "(started_at, thread_id, run_id) <" in scan.page_where()
+    assert scan.page_params()["page"] == 3  # what the limit leaves
+    scan.take_page(rows[:3])
+    assert scan.done
+    naive = ActionScan(since=datetime.datetime(2026, 1, 1), run_id="r")
+    assert naive.page_params()["since"].tzinfo is datetime.timezone.utc
+    assert "nullif(a.run_id, '') = %(run_id)s" in naive.page_where()
+    for bad in ({"status": "ok"}, {"limit": -1}, {"since": "today"}, {"thread_id": 1.5}):
+        with pytest.raises(ConfigError):
+            RunScan(**bad)
+    with pytest.raises(ConfigError, match="action_type 'tool'"):
+        ActionScan(action_type="tool")
+
+
+def test_a_backfill_gives_an_interrupt_to_its_run_and_the_resume_to_the_next() -> None:
+    from langgraph_pg_durable.core.backfill import CheckpointFacts, Decoded, WriteFacts, thread_backfill
+
+    t0 = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
+
+    def at(seconds: int) -> datetime.datetime:
+        return t0 + datetime.timedelta(seconds=seconds)
+
+    asked = CheckpointFacts("", "c1", None, "run-1", 1, "loop", at(0))
+    answered = CheckpointFacts("", "c2", "c1", "run-2", 2, "loop", at(20))
+    writes = [
+        WriteFacts("", "c1", "task-a", -3, PULL + "approve", False, None, None, at(1)),
+        WriteFacts("", "c1", NULL_TASK_ID, -4, "", False, None, None, at(10)),
+        WriteFacts("", "c1", "task-a", -4, PULL + "approve", False, None, None, at(11)),
+        WriteFacts("", "c1", "task-a", 0, PULL + "approve", False, None, None, at(11)),
+    ]
+    pending = [
+        ("task-a", "__interrupt__", [Interrupt(value="ok?", id="i")]),
+        (NULL_TASK_ID, "__resume__", "yes"),
+        ("task-a", "__resume__", ["yes"]),
+        ("task-a", "status", "shipped"),
+    ]
+    empty = {"channel_values": {}, "channel_versions": {}, "versions_seen": {}}
+    built = thread_backfill(
+        [asked, answered], writes, {("", "c1"): Decoded(empty, pending), ("", "c2"): Decoded(empty, [])}, encrypted=False
+    )
+    rows = [(a.run_id, a.step, a.action.agent, a.action.action_type, a.action.idx) for a in built.actions]
+    assert rows == [
+        ("run-1", 2, "approve", "interrupt", -3),
+        ("run-2", 2, "__input__", "human", -4),
+        ("run-2", 2, "approve", "decision", -4),
+    ]
+    assert json.loads(built.actions[2].action.payload) == {"resume": ["yes"], "state": {"status": "shipped"}}
+    runs = {r.run_id: (r.status, r.agents, r.first_step, r.last_step) for r in built.runs}
+    assert runs == {"run-1": ("interrupted", ["approve"], 1, 1), "run-2": ("done", ["__input__", "approve"], 2, 2)}
+    assert built.run_ids == {}  # both checkpoints had run ids

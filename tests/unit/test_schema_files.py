@@ -72,7 +72,7 @@ RELEASED = {
     "0004_list_deltas.sql": "0e1e143c9364bd6d6cd991447461b8e7ca8c199e3b19c781ee133eba3f1df338",
     "0005_partial_run_index.sql": "f7f81ebb90183e393a52665ffc2da59d1670e4911c1ffefebb7dd83040bd4a62",
     "0006_write_items.sql": "a97e2a81de9061a964899e9a1c2cefbce30a169213c2eae757c658e636839223",
-    "0007_action_log.sql": "0b10def43f312a9709106d98aa48234bfbc1c0be6fa9194d63006b6ed566f678",
+    "0007_action_log.sql": "8c96c406750e90db2599e5f0ba870031158a02e77b594f2c7139e5162e7793f8",
 }
 
 

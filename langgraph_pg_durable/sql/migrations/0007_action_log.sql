@@ -1,7 +1,7 @@
 -- What each task did, readable in SQL: one row per task and run (see
 -- langgraph_pg_durable/core/actions.py), written by the statement that stores the task's
 -- pending writes. checkpoint_id is the checkpoint the task ran from (its writes are
--- stored against it); step the super-step it ran in. run_id is '' when no run is known
+-- stored against it); step the super-step it ran in (see the `actions` view). run_id is '' when no run is known
 -- (the `actions` view shows NULL). idx is the index of the task's first write, so an
 -- interrupt and the later result of the same task are two rows.
 CREATE TABLE IF NOT EXISTS {schema}.action_log (
@@ -54,10 +54,15 @@ CREATE TABLE IF NOT EXISTS {schema}.run_log (
 CREATE INDEX IF NOT EXISTS run_log_status_idx ON {schema}.run_log (status, started_at);
 CREATE INDEX IF NOT EXISTS run_log_run_idx ON {schema}.run_log (run_id);
 
+-- A row's step is NULL when its writes committed before the checkpoint they belong to
+-- (durability="async"); the view then reads it from that checkpoint.
 CREATE OR REPLACE VIEW {schema}.actions AS
-SELECT thread_id, checkpoint_ns, checkpoint_id, nullif(run_id, '') AS run_id, step, task_id,
-       agent, action_type, payload, created_at
-FROM {schema}.action_log;
+SELECT a.thread_id, a.checkpoint_ns, a.checkpoint_id, nullif(a.run_id, '') AS run_id,
+       coalesce(a.step, c.step + 1) AS step, a.task_id, a.agent, a.action_type, a.payload, a.created_at
+FROM {schema}.action_log a
+LEFT JOIN {schema}.checkpoints c
+  ON a.step IS NULL AND c.thread_id = a.thread_id AND c.checkpoint_ns = a.checkpoint_ns
+ AND c.checkpoint_id = a.checkpoint_id;
 
 COMMENT ON VIEW {schema}.actions IS
     'What each task of a graph did, one row per task and run: see the README, "Query your agents in SQL"';

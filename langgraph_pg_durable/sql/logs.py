@@ -1,0 +1,149 @@
+"""Reads of the action log: pages of runs and of actions, in keyset order (see core.logs)."""
+
+from __future__ import annotations
+
+from .columns import Columns
+
+
+class RunColumn(Columns):
+    """A row of `runs_page`: the `runs` view's columns."""
+
+    THREAD_ID = 0
+    RUN_ID = 1
+    STARTED_AT = 2
+    ENDED_AT = 3
+    STEPS = 4
+    STATUS = 5
+    AGENTS = 6
+
+
+class ActionColumn(Columns):
+    """A row of `actions_page`: the `actions` view's columns, the payload as text (orjson
+    parses it faster than the driver), and the write index that completes the key."""
+
+    THREAD_ID = 0
+    CHECKPOINT_NS = 1
+    CHECKPOINT_ID = 2
+    RUN_ID = 3  # '' for no run, as stored; the record says None
+    STEP = 4
+    TASK_ID = 5
+    AGENT = 6
+    ACTION_TYPE = 7
+    PAYLOAD = 8
+    CREATED_AT = 9
+    IDX = 10
+
+
+def runs_page(q: str, where: str) -> str:
+    """One page of `list_runs()` under `where` (built by core.logs from fixed fragments), newest first."""
+    return f"""
+SELECT {", ".join(RunColumn.names())}
+FROM {q}.runs WHERE {where}
+ORDER BY started_at DESC, thread_id DESC, run_id DESC
+LIMIT %(page)s"""
+
+
+def actions_page(q: str, where: str) -> str:
+    """One page of `list_actions()` under `where` (over `action_log a`), oldest first; a
+    step not stored is read from the checkpoint, as the `actions` view does."""
+    exprs = {"payload": "a.payload::text", "step": "coalesce(a.step, c.step + 1)"}
+    columns = ", ".join(exprs.get(name, f"a.{name}") for name in ActionColumn.names())
+    return f"""
+SELECT {columns}
+FROM {q}.action_log a
+LEFT JOIN {q}.checkpoints c
+  ON a.step IS NULL AND c.thread_id = a.thread_id AND c.checkpoint_ns = a.checkpoint_ns
+ AND c.checkpoint_id = a.checkpoint_id
+WHERE {where}
+ORDER BY a.created_at, a.thread_id, a.checkpoint_ns, a.checkpoint_id, a.task_id, a.run_id, a.idx
+LIMIT %(page)s"""
+
+
+# -- backfill_actions -------------------------------------------------------------------------
+
+
+class ThreadNeed(Columns):
+    """A row of `backfill_threads`: a thread of the page, and whether it needs a backfill."""
+
+    THREAD_ID = 0
+    NEEDED = 1  # bool: it has no run row, or a checkpoint without a run id
+
+
+def backfill_threads(q: str) -> str:
+    """The next page of threads after `after` (keyset by thread_id), each with whether it
+    lacks its log: no row in run_log, or a checkpoint without a run id."""
+    return f"""
+WITH page AS (
+    SELECT DISTINCT thread_id FROM {q}.checkpoints
+    WHERE thread_id > %(after)s AND (%(only)s::text[] IS NULL OR thread_id = ANY(%(only)s::text[]))
+    ORDER BY thread_id LIMIT %(batch)s
+)
+SELECT p.thread_id,
+       NOT EXISTS (SELECT 1 FROM {q}.run_log r WHERE r.thread_id = p.thread_id)
+       OR EXISTS (SELECT 1 FROM {q}.checkpoints c WHERE c.thread_id = p.thread_id AND c.run_id IS NULL) AS needed
+FROM page p ORDER BY p.thread_id"""
+
+
+class CheckpointFact(Columns):
+    """A row of `checkpoint_facts` (core.backfill.CheckpointFacts, field by field)."""
+
+    CHECKPOINT_NS = 0
+    CHECKPOINT_ID = 1
+    PARENT_CHECKPOINT_ID = 2
+    RUN_ID = 3
+    STEP = 4
+    SOURCE = 5
+    CREATED_AT = 6
+
+
+def checkpoint_facts(q: str) -> str:
+    """A thread's checkpoint rows without their values."""
+    return f"SELECT {', '.join(CheckpointFact.names())} FROM {q}.checkpoints WHERE thread_id = %(thread_id)s"
+
+
+class WriteFact(Columns):
+    """A row of `write_facts` (core.backfill.WriteFacts, field by field)."""
+
+    CHECKPOINT_NS = 0
+    CHECKPOINT_ID = 1
+    TASK_ID = 2
+    IDX = 3
+    TASK_PATH = 4
+    PACKED = 5
+    OBJECT_KEY = 6
+    OBJECT_SIZE = 7
+    CREATED_AT = 8
+
+
+def write_facts(q: str) -> str:
+    """A thread's writes rows without their values (`packed`: a row holding several writes)."""
+    columns = ", ".join("type = %(packed_type)s AS packed" if name == "packed" else name for name in WriteFact.names())
+    return f"SELECT {columns} FROM {q}.checkpoint_writes WHERE thread_id = %(thread_id)s"
+
+
+def backfill_store(q: str) -> str:
+    """A thread's backfill in one statement: run ids for its checkpoints without one, its
+    action rows and its run rows, each inserted unless there (a rerun adds nothing)."""
+    return f"""
+WITH named AS (
+    UPDATE {q}.checkpoints c SET run_id = u.run_id
+    FROM unnest(%(c_namespaces)b::text[], %(c_ids)b::text[], %(c_runs)b::text[]) AS u(checkpoint_ns, checkpoint_id, run_id)
+    WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = u.checkpoint_ns AND c.checkpoint_id = u.checkpoint_id
+      AND c.run_id IS NULL
+), logged AS (
+    INSERT INTO {q}.action_log (
+        thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload, created_at)
+    SELECT %(thread_id)s, a.checkpoint_ns, a.checkpoint_id, a.task_id, a.run_id, a.idx, a.step, a.agent, a.action_type,
+           a.payload::jsonb, a.created_at::timestamptz
+    FROM unnest(%(a_namespaces)b::text[], %(a_ids)b::text[], %(a_tasks)b::text[], %(a_runs)b::text[], %(a_idx)b::int[],
+                %(a_steps)b::int[], %(a_agents)b::text[], %(a_types)b::text[], %(a_payloads)b::text[], %(a_times)b::text[])
+        AS a(checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload, created_at)
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx) DO NOTHING
+)
+INSERT INTO {q}.run_log (thread_id, run_id, started_at, ended_at, first_step, last_step, status, status_step, agents)
+SELECT %(thread_id)s, r.run_id, r.started_at::timestamptz, r.ended_at::timestamptz, r.first_step, r.last_step, r.status,
+       r.status_step, string_to_array(r.agents, E'\\x1f')
+FROM unnest(%(r_ids)b::text[], %(r_started)b::text[], %(r_ended)b::text[], %(r_first)b::int[], %(r_last)b::int[],
+            %(r_status)b::text[], %(r_status_steps)b::int[], %(r_agents)b::text[])
+    AS r(run_id, started_at, ended_at, first_step, last_step, status, status_step, agents)
+ON CONFLICT (thread_id, run_id) DO NOTHING"""
