@@ -76,8 +76,8 @@ def _task_log(q: str) -> str:
     appended: their row takes the newest; any other task's first row is kept, as its
     first writes are. The run's row learns the agent, and a root task's error or
     interrupt (`run_status`; of the last step when the step is not known yet, which
-    happens when the writes commit before their checkpoint); it is not rewritten when
-    neither is new."""
+    happens when the writes commit before their checkpoint). When neither is new the
+    insert is not even tried: a conflicting insert locks the row, a write of its own."""
     return f"""task_step AS MATERIALIZED (
     SELECT coalesce(%(action_step)s::int, (
         SELECT c.step + 1 FROM {q}.checkpoints c
@@ -96,7 +96,8 @@ def _task_log(q: str) -> str:
     INSERT INTO {q}.run_log AS r (thread_id, run_id, status, status_step, agents)
     SELECT %(thread_id)s, %(run_id)s, coalesce(%(run_status)s::text, 'running'),
            CASE WHEN %(run_status)s IS NOT NULL THEN coalesce(s.step, 2147483647) END, ARRAY[%(agent)s]
-    FROM task_step s WHERE %(run_id)s IS NOT NULL
+    FROM task_step s WHERE %(run_id)s IS NOT NULL AND (%(run_status)s IS NOT NULL OR NOT EXISTS (
+        SELECT 1 FROM {q}.run_log k WHERE k.thread_id = %(thread_id)s AND k.run_id = %(run_id)s AND %(agent)s = ANY(k.agents)))
     ON CONFLICT (thread_id, run_id) DO UPDATE SET
     ended_at = now(), {_STATUS},
     agents = CASE WHEN EXCLUDED.agents <@ r.agents THEN r.agents ELSE r.agents || EXCLUDED.agents END
