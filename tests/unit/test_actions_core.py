@@ -252,3 +252,17 @@ def test_a_backfill_gives_an_interrupt_to_its_run_and_the_resume_to_the_next() -
     runs = {r.run_id: (r.status, r.agents, r.first_step, r.last_step) for r in built.runs}
     assert runs == {"run-1": ("interrupted", ["approve"], 1, 1), "run-2": ("done", ["__input__", "approve"], 2, 2)}
     assert built.run_ids == {}  # both checkpoints had run ids
+
+
+def test_the_log_options_refuse_bad_values_by_name() -> None:
+    import pytest
+
+    from langgraph_pg_durable import ConfigError
+    from rowstore import RowStoreSaver
+
+    with pytest.raises(ConfigError, match="action_log must be True or False, got 'yes'"):
+        RowStoreSaver(action_log="yes")
+    with pytest.raises(ConfigError, match="batch_size must be a whole number >= 1, got 0"):
+        next(RowStoreSaver()._backfill_plan(None, 0))
+    with pytest.raises(ConfigError, match="thread_id"):
+        next(RowStoreSaver()._backfill_plan([3.5], 10))
