@@ -26,6 +26,7 @@ from .core.arrays import TextArray
 from .core.codec import Codec, load_json
 from .core.decode import DETAIL_REFS, CheckpointRow
 from .core.delta_history import DeltaWalk, replay_ancestors
+from .core.actions import send_nodes
 from .core.backfill import CheckpointFacts, WriteFacts, decoded_for_backfill, store_params, thread_backfill
 from .core.encode import PACKED_WRITES_TYPE
 from .core.history import HistoryScan
@@ -47,7 +48,6 @@ from .sql.schema import DEFAULT_SCHEMA, gc_lock_key, quote_schema, thread_lock_k
 from .sql.statements import Statements
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
-TASKS = "__pregel_tasks"  # the channel of a checkpoint's pending Sends
 GC_BATCH = 1000  # object keys checked against the tables per statement
 
 
@@ -180,9 +180,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         """Remember a checkpoint's step and the node of each of its pending Sends, for the
         action rows of the tasks that run from it."""
         step = metadata.get("step") if isinstance(metadata, Mapping) else None
-        sends = checkpoint.get("channel_values", {}).get(TASKS) or ()
-        nodes = tuple(str(getattr(send, "node", "__send__")) for send in sends) if isinstance(sends, (list, tuple)) else ()
-        self.notes.note(thread_id, ns, checkpoint["id"], step if isinstance(step, int) and not isinstance(step, bool) else None, nodes)
+        step = step if isinstance(step, int) and not isinstance(step, bool) else None
+        self.notes.note(thread_id, ns, checkpoint["id"], step, send_nodes(checkpoint))
 
     def _task_log(self, config: RunnableConfig) -> encode.TaskLog | None:
         """What the action row of a put_writes to `config`'s checkpoint needs (None: log off)."""

@@ -78,6 +78,18 @@ def agent_name(checkpoint_ns: str, task_id: str, task_path: str, sends: Sequence
     return "/".join([*subgraph_path(checkpoint_ns), node])
 
 
+def send_nodes(checkpoint: Mapping[str, Any]) -> tuple[str, ...]:
+    """The node of each pending Send of a checkpoint, in order: a Send's task names only its
+    index among them (see `agent_name`)."""
+    sends = (checkpoint.get("channel_values") or {}).get(_TASKS) or ()
+    return tuple(str(getattr(send, "node", "__send__")) for send in sends) if isinstance(sends, (list, tuple)) else ()
+
+
+def run_status(action_type: str, checkpoint_ns: str) -> str | None:
+    """The status a root task's action gives its run (an error, an interrupt), else None."""
+    return None if checkpoint_ns else {"error": "error", "interrupt": "interrupted"}.get(action_type)
+
+
 def subgraph_path(checkpoint_ns: str) -> list[str]:
     """The nodes whose subgraphs a namespace is in: 'a:<task id>|b:<task id>' is [a, b]."""
     return [part.split(":", 1)[0] for part in checkpoint_ns.split("|")] if checkpoint_ns else []

@@ -17,11 +17,11 @@ from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 
-from .actions import NULL_TASK_ID, Action, describe
+from .actions import NULL_TASK_ID, Action, describe, run_status, send_nodes
 from .arrays import Int4Array, TextArray
 from .runs import has_next_tasks, new_run_id
 
-_ERROR, _INTERRUPT, _RESUME, _TASKS = "__error__", "__interrupt__", "__resume__", "__pregel_tasks"
+_TASKS = "__pregel_tasks"
 _STARTS = ("input", "update", "fork")  # sources of a checkpoint that begins a run
 
 
@@ -155,7 +155,7 @@ def thread_backfill(
             checkpoint_ns=c.checkpoint_ns,
             task_id=g.task_id,
             task_path=g.task_path,
-            sends=_sends(decoded.get(g.key)),
+            sends=send_nodes(decoded[g.key].checkpoint),
             offloaded=g.offloaded,
             encrypted=encrypted,
         )
@@ -255,13 +255,6 @@ def _covers(fact: WriteFacts, indexes: Sequence[int]) -> bool:
     return fact.idx in indexes
 
 
-def _sends(found: Decoded | None) -> tuple[str, ...] | None:
-    if found is None:
-        return None
-    sends = (found.checkpoint.get("channel_values") or {}).get(_TASKS) or ()
-    return tuple(str(getattr(s, "node", "__send__")) for s in sends) if isinstance(sends, (list, tuple)) else ()
-
-
 def _runs(
     checkpoints: Sequence[CheckpointFacts],
     run_of: Mapping[tuple[str, str], str],
@@ -299,7 +292,7 @@ def _runs(
             new_agent = a.action.agent not in row.agents
             if new_agent:
                 row.agents.append(a.action.agent)
-            status = {"error": "error", "interrupt": "interrupted"}.get(a.action.action_type) if not a.checkpoint_ns else None
+            status = run_status(a.action.action_type, a.checkpoint_ns)
             if status is not None:
                 _set_status(row, status, a.step)
             if not fresh and (new_agent or status is not None):

@@ -22,12 +22,10 @@ from .lists import ItemRow, ListBases, ListPolicy, ListState
 from .metadata import dump_metadata, merge_metadata
 from .offload import ObjectRef, Placement, Upload
 from .runs import has_next_tasks
-from .actions import describe
+from .actions import NULL_TASK_ID, describe, run_status
 
 
 PACKED_WRITES_TYPE = "langgraph-pg-durable/writes-v1"  # one row holding several writes of a task
-# LangGraph re-sends the writes of this task with more appended, each keyed by its position.
-NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 
 
 def packable(task_id: str, channels: Sequence[str], refs: Sequence[ObjectRef | None], item_keys: Sequence[str | None]) -> bool:
@@ -396,7 +394,6 @@ def _action_params(
         offloaded={i: (ref.key, ref.size) for i, ref in enumerate(refs) if ref is not None},
         encrypted=codec.encrypted,
     )
-    status = {"error": "error", "interrupt": "interrupted"}.get(action.action_type) if key.checkpoint_ns == "" else None
     return {
         "run_id": log.run_id,
         "action_step": log.step,
@@ -404,7 +401,7 @@ def _action_params(
         "agent": action.agent,
         "action_type": action.action_type,
         "payload": action.payload,
-        "run_status": status,
+        "run_status": run_status(action.action_type, key.checkpoint_ns),
     }
 
 

@@ -16,7 +16,7 @@ from psycopg.rows import dict_row, namedtuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
-from langgraph_pg_durable.core.encode import NULL_TASK_ID
+from langgraph_pg_durable.core.actions import NULL_TASK_ID
 
 # The pool the official saver's documentation prescribes, and others users run.
 POOLS: dict[str, dict[str, Any]] = {
