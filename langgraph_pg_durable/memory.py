@@ -17,6 +17,7 @@ from .core.codec import is_compressed, unpacked
 from .core.lists import ListState, Location, RawItems
 
 DEFAULT_ITEM_CACHE_BYTES = 64 << 20
+DEFAULT_SEEN_BYTES = 64 << 20
 
 
 class ListMemory:
@@ -28,10 +29,18 @@ class ListMemory:
     that merely looks like a prefix (another branch, a pruned one) does not promise.
     """
 
-    def __init__(self, max_states: int = 1024, max_checkpoints: int = 4096, max_locations: int = 1 << 20) -> None:
+    def __init__(
+        self, max_states: int = 1024, max_checkpoints: int = 4096, max_locations: int = 1 << 20, max_seen_bytes: int = DEFAULT_SEEN_BYTES
+    ) -> None:
         self._states: OrderedDict[tuple[str, str, str, str], ListState] = OrderedDict()
         self._locations = 0
         self._max_locations = max_locations
+        # The newest state of each list (thread, namespace, channel) keeps the item objects
+        # it was made of (ListState.seen), least recently stored dropped first past
+        # `max_seen_bytes` of their stored size: they would otherwise outlive the run.
+        self._seen: OrderedDict[tuple[str, str, str], tuple[tuple[str, str, str, str], int]] = OrderedDict()
+        self._seen_bytes = 0
+        self._max_seen_bytes = max_seen_bytes
         self._held: OrderedDict[tuple[str, str, str], dict[str, str]] = OrderedDict()
         self._offers: OrderedDict[tuple[str, str, str, str], dict[bytes, Location]] = OrderedDict()
         self._max_states = max_states
@@ -50,6 +59,7 @@ class ListMemory:
         with self._lock:
             for key in [k for k in self._states if k[:2] == (thread_id, ns)]:
                 self._locations -= len(self._states.pop(key).locations)
+                self._unsee(key)
             for key in [k for k in self._offers if k[:2] == (thread_id, ns)]:
                 del self._offers[key]
 
@@ -98,9 +108,39 @@ class ListMemory:
                 self._locations -= len(old.locations)
             self._states[key] = state
             self._locations += len(state.locations)
+            if state.seen is not None:
+                self._see(key, state.seen.weight)
             while len(self._states) > 1 and (len(self._states) > self._max_states or self._locations > self._max_locations):
-                _, gone = self._states.popitem(last=False)
+                gone_key, gone = self._states.popitem(last=False)
                 self._locations -= len(gone.locations)
+                self._unsee(gone_key)
+
+    def _see(self, key: tuple[str, str, str, str], weight: int) -> None:
+        """Let the state at `key` keep its objects: the list's earlier state lets go of its own."""
+        lane = key[:3]
+        earlier = self._seen.pop(lane, None)
+        if earlier is not None:
+            self._seen_bytes -= earlier[1]
+            if earlier[0] != key and (state := self._states.get(earlier[0])) is not None:
+                state.seen = None
+        self._seen[lane] = (key, weight)
+        self._seen_bytes += weight
+        while self._seen_bytes > self._max_seen_bytes and self._seen:
+            _, (dropped, dropped_weight) = self._seen.popitem(last=False)
+            self._seen_bytes -= dropped_weight
+            if (state := self._states.get(dropped)) is not None:
+                state.seen = None
+
+    def _unsee(self, key: tuple[str, str, str, str]) -> None:
+        held = self._seen.get(key[:3])
+        if held is not None and held[0] == key:
+            del self._seen[key[:3]]
+            self._seen_bytes -= held[1]
+
+    @property
+    def seen_bytes(self) -> int:
+        """The stored size of the item objects the remembered states keep, in all."""
+        return self._seen_bytes
 
     @property
     def locations(self) -> int:

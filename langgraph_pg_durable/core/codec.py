@@ -125,15 +125,23 @@ class Codec:
         return {ch: self.load(type_, data, where=f"{where}, channel {shown(ch)}") for ch, type_, data in pairs}
 
     def dump_items(
-        self, values: Sequence[Any], *, channel: str, where: str
+        self, values: Sequence[Any], *, channel: str, where: str, known: tuple[bytes, ...] = ()
     ) -> tuple[tuple[bytes, ...], Callable[[int], tuple[str, bytes]]]:
         """Each item's digest, and a function giving the (type, bytes) to store for item i
-        (serialized again only under encryption)."""
-        plain = [_dump(self.plain, item, channel=channel, where=where) for item in values]
-        digests = tuple(digest(t, d) for t, d in plain)
-        if not self.encrypted:
-            return digests, plain.__getitem__
+        (serialized again only under encryption).
+
+        `known` are the digests of the first items, already stored: those items are not
+        serialized (the function still serializes one if asked)."""
+        start = len(known)
+        plain = [_dump(self.plain, values[i], channel=channel, where=where) for i in range(start, len(values))]
+        digests = known + tuple(digest(t, d) for t, d in plain)
         serde = self.serde
+        if not self.encrypted:
+
+            def stored_form(i: int) -> tuple[str, bytes]:
+                return plain[i - start] if i >= start else _dump(serde, values[i], channel=channel, where=where)
+
+            return digests, stored_form
         return digests, lambda i: _dump(serde, values[i], channel=channel, where=where)
 
     def load_items(self, raw: Sequence[tuple[str, bytes | None]], *, where: str) -> list[Any]:

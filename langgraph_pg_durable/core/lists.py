@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import operator
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -49,14 +50,94 @@ RawItems = dict[int, StoredItem]  # idx -> (serializer type, bytes) of one versi
 Location = tuple[str, int]  # version, idx
 
 
+# Types whose objects cannot change once made, at their top level: the same object is
+# the same item. Other items are compared by identity and by their top-level fields.
+_FROZEN = frozenset({str, bytes, int, float, bool, complex, type(None), tuple, frozenset})
+_OPAQUE = object()  # the mark of an item whose fields cannot be seen: never taken as unchanged
+
+
+def item_mark(item: Any) -> Any:
+    """What an item shows at its top level, to tell later whether it changed in place:
+    None for a frozen type, else its field names and the field objects (a dict's keys and
+    values, a list's elements, an object's `__dict__` and pydantic extras).
+
+    Shallow by design: an assignment to a field (`message.content = ...`) is seen, a
+    change deep inside one (`message.tool_calls[0]["args"][...] = ...`) is not, as with
+    LangGraph's DeltaChannel, which stores only what a node returned.
+    """
+    cls = type(item)
+    if cls in _FROZEN:
+        return None
+    if cls is dict:
+        return tuple(item), tuple(item.values())
+    if cls is list:
+        return len(item), tuple(item)
+    fields = getattr(item, "__dict__", None)
+    if type(fields) is not dict:
+        return _OPAQUE
+    extra = getattr(item, "__pydantic_extra__", None)
+    if extra:
+        return (*fields, *extra), (*fields.values(), *extra.values())
+    return tuple(fields), tuple(fields.values())
+
+
+def _same_mark(now: Any, then: Any) -> bool:
+    if then is None:
+        return now is None
+    if then is _OPAQUE or now is _OPAQUE:
+        return False
+    return bool(now[0] == then[0] and len(now[1]) == len(then[1]) and all(map(operator.is_, now[1], then[1])))
+
+
+class Seen:
+    """The item objects a list version was made of, each with its `item_mark` (`marks`
+    None: every item is of a frozen type), and roughly what they weigh (their stored bytes)."""
+
+    __slots__ = ("objects", "marks", "weight")
+
+    def __init__(self, objects: tuple[Any, ...], marks: tuple[Any, ...] | None, weight: int) -> None:
+        self.objects = objects
+        self.marks = marks
+        self.weight = weight
+
+    @classmethod
+    def of(cls, value: Sequence[Any], weight: int, *, prefix: Seen | None = None, start: int = 0) -> Seen:
+        """The objects of `value`, the marks of its first `start` items taken from `prefix`."""
+        tail = [item_mark(item) for item in value[start:]]
+        before = prefix.marks if prefix is not None else None
+        if before is None and all(mark is None for mark in tail):
+            return cls(tuple(value), None, weight)
+        head = before[:start] if before is not None else (None,) * start
+        return cls(tuple(value), (*head, *tail), weight)
+
+    def unchanged_prefix(self, value: Sequence[Any]) -> int:
+        """How many of the first items of `value` are these objects, unchanged."""
+        objects = self.objects
+        n = min(len(objects), len(value))
+        if self.marks is None and all(map(operator.is_, value[:n], objects[:n])):
+            return n  # the common case, checked at C speed
+        marks = self.marks
+        for i in range(n):
+            item = value[i]
+            if item is not objects[i]:
+                return i
+            if marks is not None and marks[i] is not None and not _same_mark(item_mark(item), marks[i]):
+                return i
+        return n
+
+
 class ListState:
     """What a writer needs to know of a stored list version to append to it.
 
     A state read back from the database keeps the items' stored bytes and digests them
     only if a put ever extends it: most reads are never followed by a put on them.
+
+    It may also hold the item objects the list was made of (`Seen`): a put whose list
+    starts with those same objects, unchanged, takes their digests from here instead of
+    serializing them again.
     """
 
-    __slots__ = ("version", "chain", "locations", "_digests", "_raw", "_item_versions")
+    __slots__ = ("version", "chain", "locations", "seen", "_digests", "_raw", "_item_versions")
 
     def __init__(
         self,
@@ -65,13 +146,19 @@ class ListState:
         digests: tuple[bytes, ...] | None,
         locations: tuple[Location, ...],
         raw: Sequence[tuple[str, bytes]] | None = None,
+        seen: Seen | None = None,
     ) -> None:
         self.version = version
         self.chain = chain  # the rows before this one, snapshot first; () for a snapshot
         self.locations = locations  # where each item is stored, in list order
+        self.seen = seen  # dropped by the saver's memory when it holds too many objects
         self._digests = digests
         self._raw = raw
         self._item_versions: frozenset[str] | None = None
+
+    def seeing(self, value: Sequence[Any], weight: int) -> ListState:
+        """This state, holding `value`'s objects (the list as just decoded from it)."""
+        return ListState(self.version, self.chain, self._digests, self.locations, self._raw, Seen.of(value, weight))
 
     @property
     def item_versions(self) -> frozenset[str]:
@@ -148,7 +235,10 @@ def plan(
     `offered` are items the parent checkpoint's pending writes stored, by digest: an
     appended item found there is used where it is rather than stored again.
     """
-    digests, stored_form = codec.dump_items(value, channel=channel, where=where)
+    seen = base.seen if base is not None else None
+    start = seen.unchanged_prefix(value) if seen is not None else 0
+    unchanged = base.digests[:start] if base is not None and start else ()
+    digests, stored_form = codec.dump_items(value, channel=channel, where=where, known=unchanged)
     appends = base is not None and _extends(digests, base.digests)
 
     items: list[ItemRow] = []
@@ -191,7 +281,10 @@ def plan(
         locations = tuple(placed)
         segments = _segments(locations)
     item_versions = tuple(dict.fromkeys(s[0] for s in segments))
-    state = ListState(version, chain, digests, locations)
+    weight = sum(len(row.data or b"") for row in items)
+    if seen is not None and start:
+        weight += seen.weight * start // max(len(seen.objects), 1)
+    state = ListState(version, chain, digests, locations, seen=Seen.of(value, weight, prefix=seen, start=start))
     body = list_body(segments, item_versions)
     # A snapshot reusing stored items relies on the base rows that hold them.
     reused = any(location[0] != version for location in locations)
@@ -446,7 +539,8 @@ def restore(
         if decoded is None:
             stored_bytes = pick(present, locations, where=named)
             value = codec.load_items(stored_bytes, where=named)
-            state = ListState(version, rows_of[version].chain, None, tuple(locations), stored_bytes)
+            seen = Seen.of(value, sum(len(data or b"") for _, data in stored_bytes))
+            state = ListState(version, rows_of[version].chain, None, tuple(locations), stored_bytes, seen)
             out[(channel, version)] = (value, state)
         else:
             # In a walk every fetched item is decoded once into the walk's cache, used here
@@ -466,15 +560,16 @@ def rebuild(
     raw_items: Mapping[tuple[str, str], RawItems],
     *,
     where: str,
-) -> list[Any]:
+) -> tuple[list[Any], ListState]:
     """A list version from a state the saver holds and its items' stored bytes, by
-    (channel, version) group."""
+    (channel, version) group, and that state holding the new list's objects."""
     try:
         found = [raw_items[(channel, version)][idx] for version, idx in state.locations]
     except KeyError:
         missing = next(loc for loc in state.locations if loc[1] not in raw_items.get((channel, loc[0]), {}))
         raise ListIntegrityError(f"{where}: item {missing[1]} of version {shown(missing[0])} is missing") from None
-    return codec.load_items(found, where=where)
+    value = codec.load_items(found, where=where)
+    return value, state.seeing(value, sum(len(data or b"") for _, data in found))
 
 
 def decode_into(codec: Codec, cache: dict[Location, Any], groups: Mapping[str, RawItems], *, where: str) -> dict[Location, Any]:
@@ -503,7 +598,7 @@ def read_lists(
         if state is None:
             rest.append((channel, version))
         else:
-            out[(channel, version)] = (rebuild(codec, channel, state, raw_items, where=where(channel, version)), None)
+            out[(channel, version)] = rebuild(codec, channel, state, raw_items, where=where(channel, version))
     if rest:
         out.update(restore(codec, wanted=rest, rows=rows, raw_items=raw_items, where=where))
     return out

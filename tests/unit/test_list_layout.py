@@ -33,6 +33,7 @@ OPS = st.one_of(
     st.tuples(st.just("not a list"), st.text(max_size=5)),
     st.tuples(st.just("fork"), st.integers(0, 50)),
     st.tuples(st.just("write"), st.lists(ITEMS, min_size=1, max_size=3), st.booleans()),
+    st.tuples(st.just("mutate"), st.integers(0, 3)),  # a dict item changed in place, then put again
 )
 
 
@@ -48,6 +49,11 @@ def _next(value: Any, op: tuple) -> Any:
         return current[::-1]
     elif op[0] == "not a list":
         return op[1]
+    elif op[0] == "mutate":
+        for item in current:
+            if type(item) is dict:
+                item["m"] = op[1]
+                break
     return current
 
 
@@ -67,7 +73,7 @@ class History:
         version = self.saver.get_next_version(previous["channel_versions"].get("items"), None)
         checkpoint["channel_values"], checkpoint["channel_versions"] = {"items": value}, {"items": version}
         next_config = self.saver.put(config, checkpoint, {"step": len(self.order)}, {"items": version})
-        self.expected[checkpoint["id"]] = value
+        self.expected[checkpoint["id"]] = _as_stored(self.saver, value)  # as put: an item may change in place later
         self.head = (next_config, checkpoint, value)
         self.order.append(self.head)
 
@@ -76,18 +82,21 @@ class History:
         value = items[0] if single else items
         task = f"task-{len(self.order)}"
         self.saver.put_writes(self.head[0], [("items", value)], task)
-        self.writes.setdefault(self.head[1]["id"], []).append((task, "items", value))
+        self.writes.setdefault(self.head[1]["id"], []).append((task, "items", _as_stored(self.saver, value)))
         base = self.head[2] if isinstance(self.head[2], list) else []
         self.put(base + items[:1] if single else base + items)
 
 
+def _as_stored(saver: RowStoreSaver, value: Any) -> Any:
+    return saver.serde.loads_typed(saver.serde.dumps_typed(value))
+
+
 def _check(reader: RowStoreSaver, history: History) -> None:
-    serde = reader.serde
     for checkpoint_id, value in history.expected.items():
         got = reader.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": checkpoint_id}})
         assert got is not None
-        assert got.checkpoint["channel_values"]["items"] == serde.loads_typed(serde.dumps_typed(value)), checkpoint_id
-        want = [(t, c, serde.loads_typed(serde.dumps_typed(v))) for t, c, v in history.writes.get(checkpoint_id, [])]
+        assert got.checkpoint["channel_values"]["items"] == value, checkpoint_id
+        want = list(history.writes.get(checkpoint_id, []))
         want.sort(key=lambda w: w[0])  # LangGraph's order: by task (path, then id), then index
         assert got.pending_writes == want, checkpoint_id
 
