@@ -2,7 +2,7 @@
 
 A plain list makes psycopg scan its elements on every call to guess the array type; for
 the ten arrays of a super-step's put and put_writes that guess was a sixth of the saver's
-client CPU. `adapters.py` registers psycopg's own dumpers for these subclasses.
+client CPU. `adapters.py` registers a binary dumper for each of these subclasses.
 """
 
 from __future__ import annotations
