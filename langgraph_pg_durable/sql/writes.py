@@ -25,12 +25,16 @@ def lock_threads() -> str:
 
 def _missing_bases(q: str) -> str:
     """One row when a stored value the put relies on (a version it holds but does not
-    write, or a list version its deltas extend) is not there."""
+    write, or a list version its deltas extend) is not there.
+
+    `OFFSET 0` keeps each NOT EXISTS a subplan, a primary-key probe per base: as an anti
+    join, a plan made while the tables were small (a generic plan lives as long as the
+    connection) scanned every value of the thread at every put."""
     return f"""(SELECT 1 FROM unnest(%(base_channels)b::text[], %(base_versions)b::text[]) AS b(channel, version)
      WHERE NOT EXISTS (
         SELECT 1 FROM {q}.channel_values v
         WHERE v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
-          AND v.channel = b.channel AND v.version = b.version)
+          AND v.channel = b.channel AND v.version = b.version OFFSET 0)
      LIMIT 1)"""
 
 
@@ -161,7 +165,7 @@ WITH missing_bases AS MATERIALIZED (
      WHERE NOT EXISTS (
         SELECT 1 FROM {q}.channel_items i
         WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
-          AND i.channel = b.channel AND i.version = b.version AND i.idx = 0)
+          AND i.channel = b.channel AND i.version = b.version AND i.idx = 0 OFFSET 0)
      LIMIT 1)
 ){logged}, stored_values AS (
     INSERT INTO {q}.channel_values (
