@@ -30,14 +30,16 @@ class _ArrayDumper(Dumper):
 
     format = pq.Format.BINARY
     element_type = ""
+    _element_oid = 0
+    _empty = b""
+
+    def __init_subclass__(cls) -> None:
+        info = postgres.types.get(cls.element_type)
+        assert info is not None and info.array_oid
+        cls.oid, cls._element_oid, cls._empty = info.array_oid, info.oid, _EMPTY.pack(0, 0, info.oid)
 
     def __init__(self, cls: type, context: Any = None) -> None:
         super().__init__(cls, context)
-        info = postgres.types.get(self.element_type)
-        assert info is not None and info.array_oid
-        self.oid = info.array_oid
-        self._element_oid = info.oid
-        self._empty = _EMPTY.pack(0, 0, info.oid)
         self._field = self._field_of()
 
     def _field_of(self) -> Callable[[Any], bytes]:
