@@ -2,6 +2,7 @@
 
 from .aio import AsyncDurablePostgresSaver
 from .core.logs import ActionRecord, RunRecord
+from .core.threads import ThreadRecord
 from .errors import (
     ChannelVersionError,
     CheckpointIntegrityError,
@@ -37,6 +38,7 @@ __all__ = [
     "SchemaVersionError",
     "SerializationError",
     "StatementError",
+    "ThreadRecord",
 ]
 
 __version__ = "0.1.0"

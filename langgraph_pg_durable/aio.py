@@ -42,6 +42,7 @@ from .adapters import has_rows
 from .core.arrays import Int8Array
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY
 from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
+from .core.threads import ThreadRecord, ThreadScan
 from .core.offload import DEFAULT_THRESHOLD
 from .core.plan import Plan, Query
 from .core.safe_serde import AllowedType
@@ -366,6 +367,24 @@ class AsyncDurablePostgresSaver(SaverCore):
             for record in await self._execute(self._actions_page_query(scan)):
                 yield record
 
+    async def alist_threads(
+        self,
+        *,
+        status: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[ThreadRecord]:
+        """Threads in thread_id order, each summarised from its checkpoint rows and its last
+        run (no value is read): whose last run has `status`, that ran `run_id`, with a
+        checkpoint whose metadata contains `metadata`, last active in [since, until)."""
+        scan = ThreadScan(status=status, run_id=run_id, metadata=metadata, since=since, until=until, limit=limit)
+        while not scan.done:
+            for record in await self._execute(self._threads_page_query(scan)):
+                yield record
+
     async def aput(
         self,
         config: RunnableConfig,
@@ -529,6 +548,21 @@ class AsyncDurablePostgresSaver(SaverCore):
         scan = ActionScan(thread_id=thread_id, run_id=run_id, agent=agent, action_type=action_type, since=since, until=until, limit=limit)
         while not scan.done:
             yield from self._on_loop(self._execute(self._actions_page_query(scan)))
+
+    def list_threads(
+        self,
+        *,
+        status: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> Iterator[ThreadRecord]:
+        """`alist_threads`, from a thread other than the saver's event loop (pages are still streamed)."""
+        scan = ThreadScan(status=status, run_id=run_id, metadata=metadata, since=since, until=until, limit=limit)
+        while not scan.done:
+            yield from self._on_loop(self._execute(self._threads_page_query(scan)))
 
     def put(
         self,

@@ -40,6 +40,7 @@ NAMES = {
     "alist": "list",
     "alist_runs": "list_runs",
     "alist_actions": "list_actions",
+    "alist_threads": "list_threads",
     "abackfill_actions": "backfill_actions",
     "aput": "put",
     "aput_writes": "put_writes",

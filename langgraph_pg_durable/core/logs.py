@@ -12,16 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, shown
 from ..sql.logs import ActionColumn as C
 from ..sql.logs import RunColumn as R
 from .actions import ACTION_TYPES
 from .codec import load_json
 from .keys import id_text
+from .paging import Pager, moment, one_of, page_limit
 from .runs import RUN_STATUSES
-
-FIRST_PAGE = 16
-LARGEST_PAGE = 512
 
 
 @dataclass(frozen=True)
@@ -53,72 +50,7 @@ class ActionRecord:
     created_at: datetime.datetime
 
 
-def _moment(value: Any, what: str) -> datetime.datetime | None:
-    """A datetime bound; a naive one is taken as UTC."""
-    if value is None:
-        return None
-    if not isinstance(value, datetime.datetime):
-        raise ConfigError(f"{what} must be a datetime, got {type(value).__name__} {shown(value)}")
-    return value if value.tzinfo is not None else value.replace(tzinfo=datetime.timezone.utc)
-
-
-def _one_of(value: Any, allowed: Sequence[str], what: str) -> str | None:
-    if value is None:
-        return None
-    if value not in allowed:
-        raise ConfigError(f"{what} {shown(value)} is not one of {', '.join(allowed)}")
-    return str(value)
-
-
-def _limit(value: Any, call: str) -> int | None:
-    if value is not None and (type(value) is not int or value < 0):
-        raise ConfigError(f"{call} limit must be a whole number >= 0 or None, got {shown(value)}")
-    return value
-
-
-class _Pager:
-    """What both scans share: the page size (doubling up to LARGEST_PAGE, never past what
-    `limit` leaves), the remaining count, and the WHERE clause and parameters of the next
-    page, from each scan's fixed fragments (`FILTERS`: a filter's name and its condition;
-    `KEYSET`: the row comparison past the last row, `CURSOR`: its parameters)."""
-
-    FILTERS: tuple[tuple[str, str], ...] = ()
-    KEYSET = ""
-    CURSOR: tuple[str, ...] = ()
-
-    def __init__(self, limit: int | None, filters: dict[str, Any]) -> None:
-        self.remaining = limit
-        self.page_size = FIRST_PAGE
-        self.done = limit == 0
-        self.filters = filters
-        self.cursor: tuple[Any, ...] | None = None
-        self._asked = 0
-
-    def page_where(self) -> str:
-        """The WHERE clause of the next page (values are parameters)."""
-        terms = [fragment for name, fragment in self.FILTERS if self.filters[name] is not None]
-        if self.cursor is not None:
-            terms.append(self.KEYSET)
-        return " AND ".join(terms) or "true"
-
-    def page_params(self) -> dict[str, Any]:
-        params: dict[str, Any] = {k: v for k, v in self.filters.items() if v is not None}
-        if self.cursor is not None:
-            params.update(zip(self.CURSOR, self.cursor))
-        params["page"] = self._asked = self.size()
-        return params
-
-    def size(self) -> int:
-        return self.page_size if self.remaining is None else min(self.page_size, self.remaining)
-
-    def took(self, fetched: int, asked: int) -> None:
-        if self.remaining is not None:
-            self.remaining -= fetched
-        self.done = fetched < asked or self.remaining == 0
-        self.page_size = min(self.page_size * 2, LARGEST_PAGE)
-
-
-class RunScan(_Pager):
+class RunScan(Pager):
     """One `list_runs()` call: newest run first, by (started_at, thread_id, run_id)."""
 
     FILTERS = (
@@ -141,11 +73,11 @@ class RunScan(_Pager):
     ) -> None:
         filters = {
             "thread_id": id_text(thread_id, "thread_id") if thread_id is not None else None,
-            "status": _one_of(status, RUN_STATUSES, "list_runs() status"),
-            "since": _moment(since, "list_runs() since"),
-            "until": _moment(until, "list_runs() until"),
+            "status": one_of(status, RUN_STATUSES, "list_runs() status"),
+            "since": moment(since, "list_runs() since"),
+            "until": moment(until, "list_runs() until"),
         }
-        super().__init__(_limit(limit, "list_runs()"), filters)
+        super().__init__(page_limit(limit, "list_runs()"), filters)
 
     def take_page(self, rows: Sequence[Sequence[Any]]) -> list[RunRecord]:
         """The page's records (`sql.logs.RunColumn` rows); moves the keyset past them."""
@@ -160,7 +92,7 @@ class RunScan(_Pager):
         return records
 
 
-class ActionScan(_Pager):
+class ActionScan(Pager):
     """One `list_actions()` call: oldest action first, by when it was committed."""
 
     FILTERS = (
@@ -192,11 +124,11 @@ class ActionScan(_Pager):
             "thread_id": id_text(thread_id, "thread_id") if thread_id is not None else None,
             "run_id": id_text(run_id, "run_id") if run_id is not None else None,
             "agent": id_text(agent, "agent") if agent is not None else None,
-            "action_type": _one_of(action_type, ACTION_TYPES, "list_actions() action_type"),
-            "since": _moment(since, "list_actions() since"),
-            "until": _moment(until, "list_actions() until"),
+            "action_type": one_of(action_type, ACTION_TYPES, "list_actions() action_type"),
+            "since": moment(since, "list_actions() since"),
+            "until": moment(until, "list_actions() until"),
         }
-        super().__init__(_limit(limit, "list_actions()"), filters)
+        super().__init__(page_limit(limit, "list_actions()"), filters)
 
     def take_page(self, rows: Sequence[Sequence[Any]]) -> list[ActionRecord]:
         """The page's records (`sql.logs.ActionColumn` rows); moves the keyset past them."""

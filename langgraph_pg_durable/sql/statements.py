@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from . import deletes, logs, reads, writes
+from . import deletes, logs, reads, threads, writes
 from .schema import quote_schema
 
 
@@ -84,3 +84,7 @@ class Statements:
     def actions_page(self, where: str) -> str:
         """One page of `list_actions()` under `where` (built by core.logs from fixed fragments)."""
         return logs.actions_page(self.q, where)
+
+    def threads_page(self, where: str, having: str) -> str:
+        """One page of `list_threads()` (`where` and `having` built by core.threads from fixed fragments)."""
+        return threads.threads_page(self.q, where, having)

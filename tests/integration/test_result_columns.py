@@ -7,6 +7,7 @@ import psycopg
 from langgraph_pg_durable import DurablePostgresSaver
 from langgraph_pg_durable.core.arrays import TextArray
 from langgraph_pg_durable.sql.reads import CheckpointColumn, Detail, RunLane
+from langgraph_pg_durable.sql.threads import ThreadColumn
 
 
 def _columns(conn: psycopg.Connection, sql: str, params: dict) -> list[str]:
@@ -40,3 +41,5 @@ def test_the_server_names_every_read_column_as_declared(pg_dsn: str, schema_name
         assert _columns(conn, statements.list_page(""), {"page_size": 1}) == checkpoint
         assert _columns(conn, statements.latest_checkpoints, {"thread_ids": ["t"]}) == checkpoint
         assert _columns(conn, statements.run_lanes, {"run_ids": ["r"]}) == list(RunLane.names())
+        threads = statements.threads_page("true", "true")
+        assert _columns(conn, threads, {"after": "", "page": 1}) == list(ThreadColumn.names())

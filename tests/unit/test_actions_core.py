@@ -194,7 +194,8 @@ def test_log_scans_page_by_keyset_and_refuse_bad_filters() -> None:
     import pytest
 
     from langgraph_pg_durable import ConfigError
-    from langgraph_pg_durable.core.logs import FIRST_PAGE, ActionScan, RunScan
+    from langgraph_pg_durable.core.paging import FIRST_PAGE
+    from langgraph_pg_durable.core.logs import ActionScan, RunScan
 
     scan = RunScan(thread_id="t", status="error", limit=FIRST_PAGE + 3)
     assert scan.page_where() == "thread_id = %(thread_id)s AND status = %(status)s"
