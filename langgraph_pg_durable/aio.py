@@ -276,6 +276,16 @@ class AsyncDurablePostgresSaver(SaverCore):
 
     # -- schema -----------------------------------------------------------------------
 
+    async def aschema_version(self) -> int | None:
+        """The migration the schema is at (`setup()` brings it to the package's); None when
+        the schema holds no saver tables. A role without CREATE can ask."""
+        async with self._connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(schema_sql.ledger_exists_sql(), {"schema": self.schema})
+            if not (await cur.fetchone())[0]:  # type: ignore[index]
+                return None
+            await cur.execute(schema_sql.current_version_sql(quote_schema(self.schema)))
+            return int((await cur.fetchone())[0])  # type: ignore[index]
+
     async def setup(self) -> None:
         """Create or upgrade the schema; safe to call from many processes at once."""
         quoted = quote_schema(self.schema)

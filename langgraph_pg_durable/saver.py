@@ -244,6 +244,16 @@ class DurablePostgresSaver(SaverCore):
 
     # -- schema -----------------------------------------------------------------------
 
+    def schema_version(self) -> int | None:
+        """The migration the schema is at (`setup()` brings it to the package's); None when
+        the schema holds no saver tables. A role without CREATE can ask."""
+        with self._connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            cur.execute(schema_sql.ledger_exists_sql(), {"schema": self.schema})
+            if not (cur.fetchone())[0]:  # type: ignore[index]
+                return None
+            cur.execute(schema_sql.current_version_sql(quote_schema(self.schema)))
+            return int((cur.fetchone())[0])  # type: ignore[index]
+
     def setup(self) -> None:
         """Create or upgrade the schema; safe to call from many processes at once."""
         quoted = quote_schema(self.schema)

@@ -41,6 +41,7 @@ NAMES = {
     "alist_runs": "list_runs",
     "alist_actions": "list_actions",
     "alist_threads": "list_threads",
+    "aschema_version": "schema_version",
     "abackfill_actions": "backfill_actions",
     "aput": "put",
     "aput_writes": "put_writes",

@@ -191,3 +191,27 @@ def crashing_node(checkpointer: Any) -> Any:
 def tool_results(messages: list[BaseMessage]) -> dict[str, str]:
     """tool_call_id -> content of each ToolMessage."""
     return {m.tool_call_id: str(m.content) for m in messages if isinstance(m, ToolMessage)}
+
+
+def sample_threads(saver: Any) -> dict[str, str]:
+    """The sample database of the CLI's tests and README session: a two-turn calculator
+    (done), an approval waiting on its interrupt, a tool run that failed, and a supervisor
+    team (done). Thread ids by role."""
+    from langgraph.types import Command  # noqa: F401 - callers resume order-7 with it
+
+    ids = {"done": "calc-1", "interrupted": "order-7", "error": "flaky-1", "team": "team-1"}
+    calc = tool_agent(saver, calculator_replies())
+    config = {"configurable": {"thread_id": ids["done"]}, "metadata": {"user": "ana"}}
+    calc.invoke({"messages": [("user", "what is 1+2?")]}, config, durability="sync")
+    calc.invoke({"messages": [("user", "thanks")]}, config, durability="sync")
+    approval(saver).invoke(
+        {"item": "book"}, {"configurable": {"thread_id": ids["interrupted"]}, "metadata": {"user": "bo"}}, durability="sync"
+    )
+    try:
+        failing_tool(saver).invoke({"messages": [("user", "weather?")]}, {"configurable": {"thread_id": ids["error"]}}, durability="sync")
+    except ValueError:
+        pass  # the run fails, as planned
+    supervisor(saver).invoke(
+        {"messages": [("user", "research and write")]}, {"configurable": {"thread_id": ids["team"]}}, durability="sync"
+    )
+    return ids

@@ -1,0 +1,92 @@
+"""The `lgpd` command line: its global options, its commands, and how errors end it.
+
+Exit status: 0 done, 1 the database or the data refused (a message on stderr), 2 a bad
+command line (an option, a filter, a name), as for any Unix tool.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import psycopg
+import typer
+from rich.console import Console
+
+from .. import __version__
+from ..errors import ConfigError, DurableCheckpointError
+from ..sql.schema import DEFAULT_SCHEMA, migrations
+from .target import Target
+
+app = typer.Typer(
+    name="lgpd",
+    help="Inspect and maintain LangGraph agent runs stored by langgraph-pg-durable, straight off PostgreSQL.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+errors = Console(stderr=True, highlight=False, soft_wrap=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@app.callback()
+def connect(
+    ctx: typer.Context,
+    dsn: Annotated[
+        str | None,
+        typer.Option(
+            envvar="DATABASE_URL", show_envvar=True, help="PostgreSQL connection string (default: the embedded quickstart server)"
+        ),
+    ] = None,
+    schema: Annotated[str, typer.Option(envvar="LGPD_SCHEMA", help="the saver's schema")] = DEFAULT_SCHEMA,
+) -> None:
+    ctx.obj = Target(dsn or None, schema)
+
+
+def failing_cleanly(command: F) -> F:
+    """Our errors and the driver's end the command with a one-line message, not a traceback."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except ConfigError as exc:
+            errors.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+        except (DurableCheckpointError, psycopg.Error) as exc:
+            errors.print(f"[red]error:[/red] {type(exc).__name__}: {str(exc).strip()}")
+            raise typer.Exit(1) from None
+
+    return run  # type: ignore[return-value]
+
+
+@app.command()
+def version() -> None:
+    """Print the package version and the schema version it writes."""
+    print(f"langgraph-pg-durable {__version__}, schema version {len(migrations())}")
+
+
+@app.command()
+@failing_cleanly
+def setup(ctx: typer.Context) -> None:
+    """Create or upgrade the saver's schema (writes; what saver.setup() does)."""
+    target: Target = ctx.obj
+    with target.saver(need_schema=False) as saver:
+        saver.setup()
+    print(f"schema {target.schema!r} is at version {len(migrations())}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script: runs `app`, returns its exit status."""
+    try:
+        app(args=argv, prog_name="lgpd", standalone_mode=True)
+    except SystemExit as exit:
+        return int(exit.code or 0) if not isinstance(exit.code, str) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Output of the listing commands: a rich table for a person, or JSON / JSON Lines for a
+program, streamed as records arrive (a table is printed a page of rows at a time).
+
+The JSON of each command is a stable contract (README, "Command line"): field names
+never change meaning; times are ISO 8601 with their UTC offset.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+
+TABLE_PAGE = 200  # rows per printed table: a long listing is never held whole
+PIPED_WIDTH = 240
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table: its header, the record field it shows, how to show it."""
+
+    header: str
+    field: str
+    show: Callable[[Any], str] = lambda value: "" if value is None else str(value)
+    style: str | None = None
+    wrap: bool = False  # ids and times never wrap (they are copied); lists of names may
+
+
+def plain(value: Any) -> Any:
+    """A JSON-ready copy of a record field: datetimes as ISO 8601, tuples as lists."""
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def when(value: Any) -> str:
+    """A time for a table: to the second, in UTC."""
+    if not isinstance(value, datetime.datetime):
+        return ""
+    return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def emit(
+    records: Iterable[Mapping[str, Any]],
+    fmt: Format,
+    columns: Sequence[Column],
+    *,
+    out: TextIO | None = None,
+    console: Console | None = None,
+    empty: str = "nothing found",
+) -> int:
+    """Write every record in `fmt`; returns how many were written."""
+    out = out or sys.stdout
+    count = 0
+    if fmt is Format.jsonl:
+        for record in records:
+            out.write(json.dumps(plain(record), ensure_ascii=False) + "\n")
+            count += 1
+        return count
+    if fmt is Format.json:
+        out.write("[")
+        for record in records:
+            out.write(("," if count else "") + "\n  " + json.dumps(plain(record), ensure_ascii=False))
+            count += 1
+        out.write("\n]\n" if count else "]\n")
+        return count
+    # On a terminal rich fits the table to its width; piped, a wide page keeps rows whole.
+    console = console or Console(file=out, highlight=False, width=None if out.isatty() else PIPED_WIDTH)
+    rows: list[list[str]] = []
+
+    def flush() -> None:
+        table = Table(*(c.header for c in columns), show_edge=False, pad_edge=False, box=None, header_style="bold")
+        for column, rich_column in zip(columns, table.columns):
+            rich_column.style = column.style or ""
+            rich_column.no_wrap = not column.wrap
+            rich_column.overflow = "fold"
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        rows.clear()
+
+    for record in records:
+        rows.append([c.show(record.get(c.field)) for c in columns])
+        count += 1
+        if len(rows) >= TABLE_PAGE:
+            flush()
+    if rows:
+        flush()
+    elif not count:
+        console.print(f"[dim]{empty}[/dim]")
+    return count

@@ -1,0 +1,53 @@
+"""Which database and schema a command works on, and the saver it opens there.
+
+The connection string is `--dsn`, else `$DATABASE_URL`, else the embedded server the
+quickstart uses (./.langgraph-pg-durable/pgdata), so a newcomer's first `lgpd threads`
+lists the quickstart's threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..embedded import resolve_conn_string
+from ..errors import ConfigError, shown
+from ..retry import RetryPolicy
+from ..saver import DurablePostgresSaver
+from ..sql import schema as schema_sql
+from ..sql.schema import DEFAULT_SCHEMA
+
+# A person waits at a terminal: fail in seconds, not after the saver's 30 s deadline.
+CLI_RETRY = RetryPolicy(deadline=5.0, max_attempts=4)
+CONNECT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Target:
+    """The `--dsn` and `--schema` of a command line (dsn None: resolve it as the module says)."""
+
+    dsn: str | None = None
+    schema: str = DEFAULT_SCHEMA
+
+    def conn_string(self) -> str:
+        return self.dsn or resolve_conn_string()
+
+    @contextmanager
+    def saver(self, *, need_schema: bool = True) -> Iterator[DurablePostgresSaver]:
+        """A saver on a small pool of its own, closed on exit; with `need_schema`, a schema
+        that is not the saver's (no tables, or pending migrations) is refused by name first."""
+        with DurablePostgresSaver.from_conn_string(
+            self.conn_string(), schema=self.schema, max_size=2, timeout=CONNECT_TIMEOUT, retry=CLI_RETRY
+        ) as saver:
+            if need_schema:
+                self._check_schema(saver)
+            yield saver
+
+    def _check_schema(self, saver: DurablePostgresSaver) -> None:
+        current = saver.schema_version()
+        if current is None:
+            raise ConfigError(f"schema {shown(self.schema)} holds no langgraph-pg-durable tables (wrong --schema, or run `lgpd setup`)")
+        if schema_sql.pending(self.schema, current):
+            needed = len(schema_sql.migrations())
+            raise ConfigError(f"schema {shown(self.schema)} is at version {current}, this lgpd needs {needed}: run `lgpd setup`")

@@ -1,0 +1,146 @@
+"""`lgpd` against a real database populated by real agent graphs: each command's table,
+JSON and JSON Lines output, its filters and its exit status; once as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+from typer.testing import CliRunner
+
+import agents
+from langgraph_pg_durable import DurablePostgresSaver
+from langgraph_pg_durable.cli import app
+
+
+@pytest.fixture(scope="module")
+def sample_schema(pg_dsn: str) -> Iterator[str]:
+    """One populated schema for the module: the commands only read it."""
+    name = f"lgpd_cli_{uuid.uuid4().hex[:12]}"
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=name) as saver:
+        saver.setup()
+        agents.sample_threads(saver)
+    yield name
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def sample(sample_schema: str) -> dict[str, str]:
+    return {"done": "calc-1", "interrupted": "order-7", "error": "flaky-1", "team": "team-1"}
+
+
+@pytest.fixture
+def schema(sample_schema: str) -> str:
+    return sample_schema
+
+
+def lgpd(pg_dsn: str, schema: str, *args: str) -> Any:
+    result = CliRunner().invoke(app, ["--dsn", pg_dsn, "--schema", schema, *args])
+    return result
+
+
+def as_json(result: Any) -> Any:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_threads_lists_each_thread_with_its_status(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
+    rows = as_json(lgpd(pg_dsn, schema, "threads", "--format", "json"))
+    assert [r["thread_id"] for r in rows] == sorted(sample.values())
+    by_id = {r["thread_id"]: r for r in rows}
+    calc = by_id["calc-1"]
+    assert set(calc) == {
+        "thread_id",
+        "checkpoints",
+        "last_step",
+        "last_checkpoint_id",
+        "last_run_id",
+        "status",
+        "last_activity",
+        "metadata",
+    }
+    assert (calc["checkpoints"], calc["last_step"], calc["status"]) == (8, 6, "done")
+    assert calc["last_activity"].endswith("+00:00") and calc["metadata"]["user"] == "ana"
+    assert {r["thread_id"]: r["status"] for r in rows} == {"calc-1": "done", "order-7": "interrupted", "flaky-1": "error", "team-1": "done"}
+    table = lgpd(pg_dsn, schema, "threads")
+    assert table.exit_code == 0 and "order-7" in table.stdout and "interrupted" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        (["--status", "interrupted"], ["order-7"]),
+        (["--where", "meta.user=ana"], ["calc-1"]),
+        (["--where", "meta.user=bo", "--where", "meta.source=loop"], ["order-7"]),
+        (["--limit", "2"], ["calc-1", "flaky-1"]),
+        (["--since", "1h"], ["calc-1", "flaky-1", "order-7", "team-1"]),
+        (["--until", "1h"], []),
+    ],
+)
+def test_threads_filters(pg_dsn: str, schema: str, sample: dict[str, str], args: list[str], want: list[str]) -> None:
+    lines = lgpd(pg_dsn, schema, "threads", "--format", "jsonl", *args)
+    assert lines.exit_code == 0, lines.output
+    assert [json.loads(line)["thread_id"] for line in lines.stdout.splitlines()] == want
+
+
+def test_runs_newest_first_with_their_agents(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
+    runs = as_json(lgpd(pg_dsn, schema, "runs", "calc-1", "-f", "json"))
+    assert len(runs) == 2 and runs[0]["started_at"] >= runs[1]["started_at"]
+    assert set(runs[0]) == {"thread_id", "run_id", "started_at", "ended_at", "steps", "status", "agents"}
+    assert runs[1]["agents"] == ["__start__", "agent", "tools"] and runs[1]["steps"] == 5
+    failed = as_json(lgpd(pg_dsn, schema, "runs", "--status", "error", "-f", "json"))
+    assert [r["thread_id"] for r in failed] == ["flaky-1"]
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        (["threads", "--status", "finished"], 2, "--status"),
+        (["threads", "--since", "yesterday"], 2, "--since 'yesterday'"),
+        (["threads", "--where", "user=ana"], 2, "meta.KEY=VALUE"),
+        (["runs", "--limit", "-1"], 2, "--limit"),
+    ],
+)
+def test_bad_command_lines_exit_2_naming_the_option(pg_dsn: str, schema_name: str, args: list[str], status: int, message: str) -> None:
+    result = lgpd(pg_dsn, schema_name, *args)
+    assert result.exit_code == status and message in result.output, result.output
+
+
+def test_a_schema_that_is_not_the_savers_is_named(pg_dsn: str) -> None:
+    result = lgpd(pg_dsn, "no_such_schema", "threads")
+    assert result.exit_code == 2 and "schema 'no_such_schema' holds no langgraph-pg-durable tables" in result.output
+
+
+def test_an_unreachable_server_exits_1_with_one_line(pg_dsn: str) -> None:
+    result = CliRunner().invoke(app, ["--dsn", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1", "threads"])
+    assert result.exit_code == 1 and result.output.startswith("error:") and "Traceback" not in result.output
+
+
+def test_setup_then_version(pg_dsn: str, schema_name: str) -> None:
+    made = lgpd(pg_dsn, schema_name, "setup")
+    assert made.exit_code == 0 and "is at version" in made.stdout
+    assert as_json(lgpd(pg_dsn, schema_name, "threads", "-f", "json")) == []
+    assert CliRunner().invoke(app, ["version"]).stdout.startswith("langgraph-pg-durable ")
+
+
+def test_lgpd_runs_as_a_real_process(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
+    env = {**os.environ, "DATABASE_URL": pg_dsn, "LGPD_SCHEMA": schema}
+    done = subprocess.run(
+        [sys.executable, "-m", "langgraph_pg_durable", "threads", "--format", "jsonl"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["thread_id"] for line in done.stdout.splitlines()] == sorted(sample.values())
+    bad = subprocess.run(
+        [sys.executable, "-m", "langgraph_pg_durable", "threads", "--status", "x"], env=env, capture_output=True, text=True
+    )
+    assert bad.returncode == 2
