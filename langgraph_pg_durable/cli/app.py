@@ -14,6 +14,7 @@ from typing import Annotated, Any, TypeVar
 import psycopg
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from .. import __version__
 from ..errors import ConfigError, DurableCheckpointError
@@ -54,10 +55,10 @@ def failing_cleanly(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except ConfigError as exc:
-            errors.print(f"[red]error:[/red] {exc}")
+            errors.print(f"[red]error:[/red] {escape(str(exc))}")
             raise typer.Exit(2) from None
         except (DurableCheckpointError, psycopg.Error) as exc:
-            errors.print(f"[red]error:[/red] {type(exc).__name__}: {str(exc).strip()}")
+            errors.print(f"[red]error:[/red] {type(exc).__name__}: {escape(str(exc).strip())}")
             raise typer.Exit(1) from None
 
     return run  # type: ignore[return-value]

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 TABLE_PAGE = 200  # rows per printed table: a long listing is never held whole
 PIPED_WIDTH = 240
@@ -83,7 +84,7 @@ def emit(
         return count
     # On a terminal rich fits the table to its width; piped, a wide page keeps rows whole.
     console = console or Console(file=out, highlight=False, width=None if out.isatty() else PIPED_WIDTH)
-    rows: list[list[str]] = []
+    rows: list[list[Text]] = []
 
     def flush() -> None:
         table = Table(*(c.header for c in columns), show_edge=False, pad_edge=False, box=None, header_style="bold")
@@ -97,7 +98,7 @@ def emit(
         rows.clear()
 
     for record in records:
-        rows.append([c.show(record.get(c.field)) for c in columns])
+        rows.append([Text(c.show(record.get(c.field))) for c in columns])  # Text: never read as markup
         count += 1
         if len(rows) >= TABLE_PAGE:
             flush()

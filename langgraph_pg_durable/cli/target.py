@@ -31,7 +31,12 @@ class Target:
     schema: str = DEFAULT_SCHEMA
 
     def conn_string(self) -> str:
-        return self.dsn or resolve_conn_string()
+        if self.dsn:
+            return self.dsn
+        try:
+            return resolve_conn_string()
+        except RuntimeError as exc:  # no URL and no embedded server to start
+            raise ConfigError(f"{exc} Or pass --dsn.") from None
 
     @contextmanager
     def saver(self, *, need_schema: bool = True) -> Iterator[DurablePostgresSaver]:

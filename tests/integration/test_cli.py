@@ -144,3 +144,12 @@ def test_lgpd_runs_as_a_real_process(pg_dsn: str, schema: str, sample: dict[str,
         [sys.executable, "-m", "langgraph_pg_durable", "threads", "--status", "x"], env=env, capture_output=True, text=True
     )
     assert bad.returncode == 2
+
+
+def test_text_from_the_database_is_printed_as_text(pg_dsn: str, schema_name: str) -> None:
+    """A thread id with rich markup in it shows as written, not as a style."""
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        agents.approval(saver).invoke({"item": "x"}, {"configurable": {"thread_id": "[red]boom[/red]"}}, durability="sync")
+    table = lgpd(pg_dsn, schema_name, "threads")
+    assert table.exit_code == 0 and "[red]boom[/red]" in table.stdout

