@@ -2,6 +2,7 @@
 
 from .aio import AsyncDurablePostgresSaver
 from .core.logs import ActionRecord, RunRecord
+from .core.steps import StepRecord, TaskRecord
 from .core.threads import ThreadRecord
 from .errors import (
     ChannelVersionError,
@@ -38,6 +39,8 @@ __all__ = [
     "SchemaVersionError",
     "SerializationError",
     "StatementError",
+    "StepRecord",
+    "TaskRecord",
     "ThreadRecord",
 ]
 

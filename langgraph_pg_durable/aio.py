@@ -42,6 +42,7 @@ from .adapters import has_rows
 from .core.arrays import Int8Array
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY
 from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
+from .core.steps import StepRecord, StepScan
 from .core.threads import ThreadRecord, ThreadScan
 from .core.offload import DEFAULT_THRESHOLD
 from .core.plan import Plan, Query
@@ -377,6 +378,21 @@ class AsyncDurablePostgresSaver(SaverCore):
             for record in await self._execute(self._actions_page_query(scan)):
                 yield record
 
+    async def alist_steps(
+        self,
+        thread_id: str,
+        *,
+        checkpoint_ns: str | None = None,
+        before: str | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StepRecord]:
+        """A thread's checkpoints, newest first (one namespace, or all), each with the tasks
+        that made it and those that ran from it, read from rows alone: no value is decoded."""
+        scan = StepScan(thread_id, checkpoint_ns=checkpoint_ns, before=before, limit=limit)
+        while not scan.done:
+            for record in await self._execute(self._steps_page_query(scan)):
+                yield record
+
     async def alist_threads(
         self,
         *,
@@ -558,6 +574,19 @@ class AsyncDurablePostgresSaver(SaverCore):
         scan = ActionScan(thread_id=thread_id, run_id=run_id, agent=agent, action_type=action_type, since=since, until=until, limit=limit)
         while not scan.done:
             yield from self._on_loop(self._execute(self._actions_page_query(scan)))
+
+    def list_steps(
+        self,
+        thread_id: str,
+        *,
+        checkpoint_ns: str | None = None,
+        before: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StepRecord]:
+        """`alist_steps`, from a thread other than the saver's event loop (pages are still streamed)."""
+        scan = StepScan(thread_id, checkpoint_ns=checkpoint_ns, before=before, limit=limit)
+        while not scan.done:
+            yield from self._on_loop(self._execute(self._steps_page_query(scan)))
 
     def list_threads(
         self,

@@ -31,6 +31,7 @@ from .core.backfill import CheckpointFacts, WriteFacts, decoded_for_backfill, st
 from .core.encode import PACKED_WRITES_TYPE
 from .core.history import HistoryScan
 from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
+from .core.steps import StepRecord, StepScan
 from .core.threads import ThreadRecord, ThreadScan
 from .core.keys import CheckpointKey, id_text, next_version, parse_config
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ListPolicy, ListState
@@ -358,6 +359,10 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _actions_page_query(self, scan: ActionScan) -> Query[list[ActionRecord]]:
         return Query("list_actions", self.sql.actions_page(scan.page_where()), scan.page_params(), scan.take_page)
+
+    def _steps_page_query(self, scan: StepScan) -> Query[list[StepRecord]]:
+        sql = self.sql.steps_page(scan.page_where())
+        return Query(f"list_steps of thread {shown(scan.thread_id)}", sql, scan.page_params(), scan.take_page)
 
     def _threads_page_query(self, scan: ThreadScan) -> Query[list[ThreadRecord]]:
         sql = self.sql.threads_page(scan.rows_where(self.sql.q), scan.page_having())

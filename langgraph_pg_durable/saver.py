@@ -27,6 +27,7 @@ from .adapters import has_rows
 from .core.arrays import Int8Array
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY
 from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
+from .core.steps import StepRecord, StepScan
 from .core.threads import ThreadRecord, ThreadScan
 from .core.offload import DEFAULT_THRESHOLD
 from .core.plan import Plan, Query
@@ -343,6 +344,21 @@ class DurablePostgresSaver(SaverCore):
         scan = ActionScan(thread_id=thread_id, run_id=run_id, agent=agent, action_type=action_type, since=since, until=until, limit=limit)
         while not scan.done:
             for record in self._execute(self._actions_page_query(scan)):
+                yield record
+
+    def list_steps(
+        self,
+        thread_id: str,
+        *,
+        checkpoint_ns: str | None = None,
+        before: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StepRecord]:
+        """A thread's checkpoints, newest first (one namespace, or all), each with the tasks
+        that made it and those that ran from it, read from rows alone: no value is decoded."""
+        scan = StepScan(thread_id, checkpoint_ns=checkpoint_ns, before=before, limit=limit)
+        while not scan.done:
+            for record in self._execute(self._steps_page_query(scan)):
                 yield record
 
     def list_threads(

@@ -41,6 +41,7 @@ NAMES = {
     "alist_runs": "list_runs",
     "alist_actions": "list_actions",
     "alist_threads": "list_threads",
+    "alist_steps": "list_steps",
     "aschema_version": "schema_version",
     "abackfill_actions": "backfill_actions",
     "aput": "put",

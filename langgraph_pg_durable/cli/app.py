@@ -1,7 +1,7 @@
 """The `lgpd` command line: its global options, its commands, and how errors end it.
 
-Exit status: 0 done, 1 the database or the data refused (a message on stderr), 2 a bad
-command line (an option, a filter, a name), as for any Unix tool.
+Exit status: 0 done, 1 not found or refused by the database or the data (a message on
+stderr), 2 a bad command line (an option, a filter, a schema name), as for any Unix tool.
 """
 
 from __future__ import annotations
@@ -57,6 +57,9 @@ def failing_cleanly(command: F) -> F:
         except ConfigError as exc:
             errors.print(f"[red]error:[/red] {escape(str(exc))}")
             raise typer.Exit(2) from None
+        except LookupError as exc:  # what was asked for is not there
+            errors.print(f"[red]error:[/red] {escape(str(exc))}")
+            raise typer.Exit(1) from None
         except (DurableCheckpointError, psycopg.Error) as exc:
             errors.print(f"[red]error:[/red] {type(exc).__name__}: {escape(str(exc).strip())}")
             raise typer.Exit(1) from None

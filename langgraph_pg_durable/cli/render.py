@@ -58,6 +58,11 @@ def when(value: Any) -> str:
     return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def console_for(out: TextIO, *, piped_width: int = PIPED_WIDTH) -> Console:
+    """On a terminal rich fits the output to its width; piped, a wide page keeps rows whole."""
+    return Console(file=out, highlight=False, width=None if out.isatty() else piped_width)
+
+
 def emit(
     records: Iterable[Mapping[str, Any]],
     fmt: Format,
@@ -82,8 +87,7 @@ def emit(
             count += 1
         out.write("\n]\n" if count else "]\n")
         return count
-    # On a terminal rich fits the table to its width; piped, a wide page keeps rows whole.
-    console = console or Console(file=out, highlight=False, width=None if out.isatty() else PIPED_WIDTH)
+    console = console or console_for(out)
     rows: list[list[Text]] = []
 
     def flush() -> None:

@@ -1,3 +1,159 @@
 """`lgpd history` and `lgpd show`: a thread step by step, and one step as a person reads it."""
 
 from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.rule import Rule
+from rich.text import Text
+
+from ..core.steps import StepRecord
+from ..errors import shown
+from .app import app, failing_cleanly
+from .listing import FormatOption, LimitOption
+from .render import Column, Format, console_for, emit, plain, when
+from .step_view import step_view
+from .target import Target
+
+SHOW_WIDTH = 100  # piped: prose reads better narrow
+STOPS = ("error", "interrupt")  # what can follow a step instead of the next one
+ROLE_STYLES = {"user": "green", "assistant": "cyan", "tool": "yellow", "system": "magenta"}
+
+
+def _tasks(tasks: Any) -> str:
+    return ", ".join(f"{t['agent']} ({t['action_type']})" for t in tasks or ())
+
+
+def _namespace(ns: str) -> str:
+    """A subgraph namespace as its path of node names (`writer:<task id>|...` -> `writer`)."""
+    return "/".join(part.split(":")[0] for part in ns.split("|")) if ns else ""
+
+
+HISTORY_COLUMNS = [
+    Column("step", "step"),
+    Column("namespace", "checkpoint_ns", _namespace),
+    Column("made by", "made_by", _tasks, wrap=True),
+    Column("source", "source"),
+    Column("created", "created_at", when),
+    Column("writes", "pending_writes"),
+    Column("then", "ran_from", lambda ts: ", ".join(f"{t['agent']} {t['action_type']}" for t in ts or () if t["action_type"] in STOPS)),
+    Column("run", "run_id", lambda r: r or "-"),
+    Column("checkpoint", "checkpoint_id"),
+]
+
+
+@app.command()
+@failing_cleanly
+def history(
+    ctx: typer.Context,
+    thread: Annotated[str, typer.Argument(help="the thread id")],
+    namespace: Annotated[str | None, typer.Option("--ns", help="one namespace only ('' for the root graph)")] = None,
+    before: Annotated[str | None, typer.Option(help="only checkpoints before this checkpoint id (the next page)")] = None,
+    limit: LimitOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """A thread's checkpoints, newest first: step, the tasks that made it, its run, its
+    pending writes, an error or interrupt that followed. No value is read."""
+    target: Target = ctx.obj
+    with target.saver() as saver:
+        records = saver.list_steps(thread, checkpoint_ns=namespace, before=before, limit=limit)
+        emit((dataclasses.asdict(r) for r in records), fmt, HISTORY_COLUMNS, empty=f"thread {shown(thread)} has no checkpoints")
+
+
+def _find(saver: Any, thread: str, namespace: str, step: int | None, checkpoint: str | None, run: str | None) -> StepRecord:
+    for record in saver.list_steps(thread, checkpoint_ns=namespace):
+        if checkpoint is not None and record.checkpoint_id != checkpoint:
+            continue
+        if step is not None and record.step != step:
+            continue
+        if run is not None and record.run_id != run:
+            continue
+        return record  # type: ignore[no-any-return]
+    wanted = [
+        f"step {step}" if step is not None else "",
+        f"checkpoint {shown(checkpoint)}" if checkpoint else "",
+        f"run {shown(run)}" if run else "",
+    ]
+    what = ", ".join(w for w in wanted if w) or "checkpoints"
+    place = f"namespace {shown(namespace)}" if namespace else "the root graph"
+    raise LookupError(f"thread {shown(thread)} has no {what} in {place}")
+
+
+@app.command()
+@failing_cleanly
+def show(
+    ctx: typer.Context,
+    thread: Annotated[str, typer.Argument(help="the thread id")],
+    step: Annotated[int | None, typer.Option(help="the step (default: the newest)")] = None,
+    checkpoint: Annotated[str | None, typer.Option(help="the checkpoint id, instead of a step")] = None,
+    run: Annotated[str | None, typer.Option(help="the run, when several reached the step (a fork)")] = None,
+    namespace: Annotated[str, typer.Option("--ns", help="a subgraph's namespace (default: the root graph)")] = "",
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="table for a person; json for a program")] = Format.table,
+) -> None:
+    """One step for a person: the prompt the model saw, its response, each tool call with
+    its result, and the interrupt or error that followed."""
+    target: Target = ctx.obj
+    with target.saver() as saver:
+        record = _find(saver, thread, namespace, step, checkpoint, run)
+        actions = saver.list_actions(thread_id=thread, run_id=record.run_id) if record.run_id else saver.list_actions(thread_id=thread)
+        parent = None
+        if record.parent_checkpoint_id:
+            config = {"configurable": {"thread_id": thread, "checkpoint_ns": namespace, "checkpoint_id": record.parent_checkpoint_id}}
+            found = saver.get_tuple(config)  # type: ignore[arg-type]
+            parent = found.checkpoint["channel_values"] if found is not None else None
+        view = step_view(record, actions, parent)
+    if fmt is Format.table:
+        _print_view(view, console_for(sys.stdout, piped_width=SHOW_WIDTH))
+    else:
+        print(json.dumps(plain(view), ensure_ascii=False, indent=None if fmt is Format.jsonl else 2))
+
+
+def _message(console: Console, message: Any) -> None:
+    role = str(message.get("role") or message.get("type") or "?")
+    line = Text(f"{role:>9} ", style=f"bold {ROLE_STYLES.get(role, 'white')}")
+    content = message.get("content")
+    line.append(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False))
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        line.append(f"\n          calls {function.get('name')}({function.get('arguments')})", style="dim")
+    console.print(line)
+
+
+def _print_view(view: dict[str, Any], console: Console) -> None:
+    head = Text(f"thread {view['thread_id']}", style="bold")
+    head.append(f"  step {view['step']}  {when(view['created_at'])}  run {view['run_id'] or '-'}")
+    if view["checkpoint_ns"]:
+        head.append(f"  in {_namespace(view['checkpoint_ns'])}")
+    console.print(head)
+    console.print(Text(f"checkpoint {view['checkpoint_id']}", style="dim"))
+    console.print(Rule("prompt", style="dim"))
+    for message in view["prompt"] or [{"role": "-", "content": "(no messages before this step)"}]:
+        _message(console, message)
+    for task in view["response"]:
+        console.print(Rule(f"{task['agent']} ({task['action_type']})", style="dim"))
+        messages = (task["payload"] or {}).get("messages") if isinstance(task["payload"], dict) else None
+        for message in messages or ():
+            _message(console, message)
+        rest = {k: v for k, v in (task["payload"] or {}).items() if k != "messages"} if isinstance(task["payload"], dict) else {}
+        for key, value in rest.items():
+            console.print(Text(f"{key:>9} {json.dumps(value, ensure_ascii=False)}", style="dim"))
+    if view["tool_calls"]:
+        console.print(Rule("tool calls", style="dim"))
+        for call in view["tool_calls"]:
+            line = Text(f"{call['name']}", style="bold yellow")
+            line.append(f"({json.dumps(call['arguments'], ensure_ascii=False)})  [{call['id']}]")
+            line.append("\n  -> " + (str(call["result"]) if call["answered"] else "(no result in this run)"))
+            console.print(line)
+    for interrupt in view["interrupts"]:
+        console.print(Rule("interrupt", style="magenta"))
+        console.print(Text(json.dumps(interrupt, ensure_ascii=False, indent=2)))
+    for error in view["errors"]:
+        console.print(Rule(f"error in {error['agent']}", style="red"))
+        console.print(Text(f"{error.get('type', '')}: {error.get('message', '')}", style="bold red"))
+        if error.get("traceback"):
+            console.print(Text(str(error["traceback"]), style="dim"))

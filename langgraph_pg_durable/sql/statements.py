@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from . import deletes, logs, reads, threads, writes
+from . import deletes, logs, reads, steps, threads, writes
 from .schema import quote_schema
 
 
@@ -88,3 +88,7 @@ class Statements:
     def threads_page(self, where: str, having: str) -> str:
         """One page of `list_threads()` (`where` and `having` built by core.threads from fixed fragments)."""
         return threads.threads_page(self.q, where, having)
+
+    def steps_page(self, where: str) -> str:
+        """One page of `list_steps()` under `where` (built by core.steps from fixed fragments)."""
+        return steps.steps_page(self.q, where)

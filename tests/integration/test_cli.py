@@ -153,3 +153,61 @@ def test_text_from_the_database_is_printed_as_text(pg_dsn: str, schema_name: str
         agents.approval(saver).invoke({"item": "x"}, {"configurable": {"thread_id": "[red]boom[/red]"}}, durability="sync")
     table = lgpd(pg_dsn, schema_name, "threads")
     assert table.exit_code == 0 and "[red]boom[/red]" in table.stdout
+
+
+# -- history and show ---------------------------------------------------------------------------
+
+
+def test_history_names_what_made_each_step(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
+    rows = as_json(lgpd(pg_dsn, schema, "history", "calc-1", "-f", "json"))
+    assert [r["step"] for r in rows] == [6, 5, 4, 3, 2, 1, 0, -1]  # newest first
+    made = {r["step"]: [(t["agent"], t["action_type"]) for t in r["made_by"]] for r in rows}
+    assert made[1] == [("agent", "tool_call")] and made[2] == [("tools", "observation")] and made[3] == [("agent", "llm_call")]
+    assert made[-1] == [] and rows[-1]["source"] == "input"
+    assert len({r["run_id"] for r in rows}) == 2 and all(r["created_at"].endswith("+00:00") for r in rows)
+    page = as_json(lgpd(pg_dsn, schema, "history", "calc-1", "--limit", "3", "-f", "json"))
+    rest = as_json(lgpd(pg_dsn, schema, "history", "calc-1", "--before", page[-1]["checkpoint_id"], "-f", "json"))
+    assert [r["checkpoint_id"] for r in page + rest] == [r["checkpoint_id"] for r in rows]
+    failed = as_json(lgpd(pg_dsn, schema, "history", "flaky-1", "-f", "json"))
+    (error,) = [t for r in failed for t in r["ran_from"] if t["action_type"] == "error"]
+    assert error["agent"] == "tools" and error["detail"]["error"]["type"] == "ValueError"
+
+
+def test_history_nests_subgraph_namespaces(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
+    rows = as_json(lgpd(pg_dsn, schema, "history", "team-1", "-f", "json"))
+    namespaces = {r["checkpoint_ns"].split(":")[0] for r in rows}
+    assert namespaces == {"", "researcher", "writer"}
+    assert [r["checkpoint_ns"] for r in as_json(lgpd(pg_dsn, schema, "history", "team-1", "--ns", "", "-f", "json"))] == [""] * 7
+    table = lgpd(pg_dsn, schema, "history", "team-1")
+    assert table.exit_code == 0 and "writer/model (llm_call)" in table.stdout
+
+
+def test_show_pairs_each_tool_call_with_its_result(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
+    view = as_json(lgpd(pg_dsn, schema, "show", "calc-1", "--step", "1", "-f", "json"))
+    assert [(m["role"], m["content"]) for m in view["prompt"]] == [("user", "what is 1+2?")]
+    assert [(t["agent"], t["action_type"]) for t in view["response"]] == [("agent", "tool_call")]
+    assert view["tool_calls"] == [{"id": "call-1", "name": "add", "arguments": {"a": 1, "b": 2}, "result": "3", "answered": True}]
+    assert view["interrupts"] == [] and view["errors"] == []
+    last = as_json(lgpd(pg_dsn, schema, "show", "calc-1", "-f", "json"))  # the newest step
+    assert last["step"] == 6 and last["response"][0]["payload"]["messages"][0]["content"] == "You're welcome."
+    table = lgpd(pg_dsn, schema, "show", "calc-1", "--step", "1")
+    assert table.exit_code == 0 and "what is 1+2?" in table.stdout and 'add({"a": 1, "b": 2})' in table.stdout and "-> 3" in table.stdout
+
+
+def test_show_an_interrupt_and_an_error(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
+    waiting = as_json(lgpd(pg_dsn, schema, "show", "order-7", "-f", "json"))
+    assert [i["value"] for i in waiting["interrupts"]] == [{"question": "ship book?"}]
+    failed = as_json(lgpd(pg_dsn, schema, "show", "flaky-1", "--step", "1", "-f", "json"))
+    (error,) = failed["errors"]
+    assert (error["agent"], error["type"], error["message"]) == ("tools", "ValueError", "service down for 'weather'")
+    assert "Traceback" in error["traceback"]
+    assert failed["tool_calls"][0]["answered"] is False
+    table = lgpd(pg_dsn, schema, "show", "flaky-1", "--step", "1")
+    assert "ValueError: service down for 'weather'" in table.stdout
+
+
+def test_show_what_is_not_there_exits_1(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
+    missing = lgpd(pg_dsn, schema, "show", "calc-1", "--step", "99")
+    assert missing.exit_code == 1 and "thread 'calc-1' has no step 99 in the root graph" in missing.output
+    nothing = lgpd(pg_dsn, schema, "history", "nobody")
+    assert nothing.exit_code == 0 and "thread 'nobody' has no checkpoints" in nothing.stdout

@@ -1,0 +1,103 @@
+"""Sans-I/O paging of `list_steps()`: a thread's checkpoints newest first, each with the
+tasks that made it and the tasks that ran from it, from rows alone (no value decoded).
+
+`before` and `limit` page like `list()`; the keyset is the checkpoint id, which orders
+a thread's checkpoints in every namespace.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ListIntegrityError, shown
+from ..sql.steps import StepColumn as S
+from .codec import load_json
+from .keys import id_text
+from .metadata import load_metadata_json
+from .paging import Pager, page_limit
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """A task that ran from a checkpoint, as the action log has it."""
+
+    task_id: str
+    agent: str
+    action_type: str
+    detail: Any = None  # an error's or interrupt's payload (ran_from only)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One checkpoint of a thread, for a person reading its history."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    run_id: str | None
+    step: int | None
+    source: str | None
+    created_at: datetime.datetime
+    metadata: Any
+    pending_writes: int
+    made_by: tuple[TaskRecord, ...]  # the tasks whose writes produced it (they ran from its parent)
+    ran_from: tuple[TaskRecord, ...]  # the tasks that ran from it: the next step, or its error or interrupt
+
+
+def _tasks(text: str | None, *, where: str) -> tuple[TaskRecord, ...]:
+    entries = load_json(text) or []
+    if not isinstance(entries, list) or not all(isinstance(e, list) and len(e) in (3, 4) for e in entries):
+        raise ListIntegrityError(f"{where}: its action rows read back malformed")
+    return tuple(TaskRecord(*e) for e in entries)
+
+
+class StepScan(Pager):
+    """One `list_steps()` call on one thread: one namespace or all, before a checkpoint."""
+
+    FILTERS = (
+        ("checkpoint_ns", "c.checkpoint_ns = %(checkpoint_ns)s"),
+        ("before", "c.checkpoint_id < %(before)s"),
+    )
+
+    def __init__(self, thread_id: Any, *, checkpoint_ns: Any = None, before: Any = None, limit: Any = None) -> None:
+        self.thread_id = id_text(thread_id, "thread_id")
+        filters = {
+            "checkpoint_ns": id_text(checkpoint_ns, "checkpoint_ns") if checkpoint_ns is not None else None,
+            "before": id_text(before, "before") if before is not None else None,
+        }
+        super().__init__(page_limit(limit, "list_steps()"), filters)
+
+    def page_params(self) -> dict[str, Any]:
+        params = super().page_params()
+        params["thread_id"] = self.thread_id
+        return params
+
+    def take_page(self, rows: Sequence[Sequence[Any]]) -> list[StepRecord]:
+        """The page's records (`sql.steps.StepColumn` rows); the next page starts before the last."""
+        records = []
+        for r in rows:
+            where = f"thread {shown(self.thread_id)}, checkpoint {shown(r[S.CHECKPOINT_ID])}"
+            records.append(
+                StepRecord(
+                    r[S.THREAD_ID],
+                    r[S.CHECKPOINT_NS],
+                    r[S.CHECKPOINT_ID],
+                    r[S.PARENT_CHECKPOINT_ID],
+                    r[S.RUN_ID] or None,
+                    r[S.STEP],
+                    r[S.SOURCE],
+                    r[S.CREATED_AT],
+                    load_metadata_json(r[S.METADATA]),
+                    r[S.PENDING_WRITES],
+                    _tasks(r[S.MADE_BY], where=where),
+                    _tasks(r[S.RAN_FROM], where=where),
+                )
+            )
+        if records:
+            self.filters["before"] = records[-1].checkpoint_id
+        self.took(len(records), self._asked)
+        return records

@@ -1,0 +1,54 @@
+"""Reads of a thread step by step for `list_steps()` (see core.steps): each checkpoint's row,
+the tasks that produced it and those that ran from it (from the action log), and how many
+writes it has pending. Neither a value nor a write is read."""
+
+from __future__ import annotations
+
+from .columns import Columns
+
+
+class StepColumn(Columns):
+    """A row of `steps_page`: one checkpoint of the thread."""
+
+    THREAD_ID = 0
+    CHECKPOINT_NS = 1
+    CHECKPOINT_ID = 2
+    PARENT_CHECKPOINT_ID = 3
+    RUN_ID = 4
+    STEP = 5
+    SOURCE = 6
+    CREATED_AT = 7
+    METADATA = 8  # jsonb as text
+    PENDING_WRITES = 9
+    MADE_BY = 10  # JSON text: [[task_id, agent, action_type], ...] of the tasks that ran from the parent
+    RAN_FROM = 11  # JSON text: [[task_id, agent, action_type, payload of an error or interrupt], ...]
+
+
+def steps_page(q: str, where: str) -> str:
+    """One page of a thread's checkpoints, newest first, under `where` (on `c`, built by
+    core.steps from fixed fragments); walks (thread_id, checkpoint_id) so a page reads
+    only its own rows."""
+    tasks = f"""FROM {q}.action_log a
+        WHERE a.thread_id = p.thread_id AND a.checkpoint_ns = p.checkpoint_ns AND a.checkpoint_id = {{at}}"""
+    return f"""
+WITH page AS MATERIALIZED (
+    SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.run_id, c.step, c.source,
+           c.created_at, c.metadata
+    FROM {q}.checkpoints c
+    WHERE c.thread_id = %(thread_id)s AND {where}
+    ORDER BY c.checkpoint_id DESC
+    LIMIT %(page)s
+)
+SELECT p.thread_id, p.checkpoint_ns, p.checkpoint_id, p.parent_checkpoint_id, p.run_id, p.step, p.source,
+       p.created_at, p.metadata::text AS metadata,
+       (SELECT count(*) FROM {q}.checkpoint_writes w
+        WHERE w.thread_id = p.thread_id AND w.checkpoint_ns = p.checkpoint_ns
+          AND w.checkpoint_id = p.checkpoint_id) AS pending_writes,
+       (SELECT json_agg(json_build_array(a.task_id, a.agent, a.action_type) ORDER BY a.created_at, a.task_id)
+        {tasks.format(at="p.parent_checkpoint_id")})::text AS made_by,
+       (SELECT json_agg(json_build_array(a.task_id, a.agent, a.action_type,
+                        CASE WHEN a.action_type IN ('error', 'interrupt') THEN a.payload END)
+                        ORDER BY a.created_at, a.task_id)
+        {tasks.format(at="p.checkpoint_id")})::text AS ran_from
+FROM page p
+ORDER BY p.checkpoint_id DESC"""
