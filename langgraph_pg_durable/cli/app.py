@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, overload
 
 import psycopg
 import typer
@@ -47,24 +47,38 @@ def connect(
     ctx.obj = Target(dsn or None, schema)
 
 
-def failing_cleanly(command: F) -> F:
-    """Our errors and the driver's end the command with a one-line message, not a traceback."""
+@overload
+def failing_cleanly(command: F) -> F: ...
 
-    @functools.wraps(command)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except ConfigError as exc:
-            errors.print(f"[red]error:[/red] {escape(str(exc))}")
-            raise typer.Exit(2) from None
-        except LookupError as exc:  # what was asked for is not there
-            errors.print(f"[red]error:[/red] {escape(str(exc))}")
-            raise typer.Exit(1) from None
-        except (DurableCheckpointError, psycopg.Error) as exc:
-            errors.print(f"[red]error:[/red] {type(exc).__name__}: {escape(str(exc).strip())}")
-            raise typer.Exit(1) from None
 
-    return run  # type: ignore[return-value]
+@overload
+def failing_cleanly(command: None = None, *, trouble: int) -> Callable[[F], F]: ...
+
+
+def failing_cleanly(command: F | None = None, *, trouble: int | None = None) -> F | Callable[[F], F]:
+    """Our errors and the driver's end the command with a one-line message, not a traceback.
+
+    `trouble` replaces every error's exit status, for a command whose 1 means something
+    else (`diff`: the states differ)."""
+
+    def wrap(command: F) -> F:
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return command(*args, **kwargs)
+            except ConfigError as exc:
+                errors.print(f"[red]error:[/red] {escape(str(exc))}")
+                raise typer.Exit(trouble or 2) from None
+            except LookupError as exc:  # what was asked for is not there
+                errors.print(f"[red]error:[/red] {escape(str(exc))}")
+                raise typer.Exit(trouble or 1) from None
+            except (DurableCheckpointError, psycopg.Error) as exc:
+                errors.print(f"[red]error:[/red] {type(exc).__name__}: {escape(str(exc).strip())}")
+                raise typer.Exit(trouble or 1) from None
+
+        return run  # type: ignore[return-value]
+
+    return wrap(command) if command is not None else wrap
 
 
 @app.command()

@@ -211,3 +211,31 @@ def test_show_what_is_not_there_exits_1(pg_dsn: str, schema: str, sample: dict[s
     assert missing.exit_code == 1 and "thread 'calc-1' has no step 99 in the root graph" in missing.output
     nothing = lgpd(pg_dsn, schema, "history", "nobody")
     assert nothing.exit_code == 0 and "thread 'nobody' has no checkpoints" in nothing.stdout
+
+
+# -- diff ----------------------------------------------------------------------------------------
+
+
+def test_diff_marks_an_edited_message_and_exits_1(pg_dsn: str, schema_name: str) -> None:
+    from langchain_core.messages import AIMessage
+
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        graph = agents.tool_agent(saver, agents.calculator_replies())
+        config = {"configurable": {"thread_id": "edit-1"}}
+        graph.invoke({"messages": [("user", "what is 1+2?")]}, config, durability="sync")
+        graph.update_state(config, {"messages": [AIMessage("1 + 2 = three", id="ai-2")]})  # replaces ai-2 by id
+    table = lgpd(pg_dsn, schema_name, "diff", "edit-1")  # the newest step against its parent
+    assert table.exit_code == 1, table.output
+    assert "messages: 0 added, 0 removed, 1 edited" in table.stdout and "1 + 2 = three" in table.stdout
+    ops = json.loads(lgpd(pg_dsn, schema_name, "diff", "edit-1", "-f", "json").stdout)
+    assert {"op": "replace", "path": "/messages/3/content", "value": "1 + 2 = three"} in ops
+    steps = json.loads(lgpd(pg_dsn, schema_name, "diff", "edit-1", "--from", "0", "--to", "3", "-f", "json").stdout)
+    assert [op["path"] for op in steps if op["path"].startswith("/messages/")] == ["/messages/1", "/messages/2", "/messages/3"]
+    same = lgpd(pg_dsn, schema_name, "diff", "edit-1", "--from", "3", "--to", "3")
+    assert same.exit_code == 0 and "no difference" in same.stdout
+    newest = json.loads(lgpd(pg_dsn, schema_name, "history", "edit-1", "--limit", "1", "-f", "json").stdout)[0]["checkpoint_id"]
+    across = lgpd(pg_dsn, schema_name, "diff", f"edit-1@{newest}", f"edit-1@{newest}")
+    assert across.exit_code == 0
+    missing = lgpd(pg_dsn, schema_name, "diff", "edit-1", "--from", "42")
+    assert missing.exit_code == 2 and "thread 'edit-1' has no step 42" in missing.output  # trouble, as diff(1) says
