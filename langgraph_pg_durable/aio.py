@@ -471,11 +471,12 @@ class AsyncDurablePostgresSaver(SaverCore):
         checkpoint replays (up to the one holding the channel's value)."""
         await self._run(self._prune_plan(thread_ids, strategy))
 
-    async def agc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
+    async def agc(self, *, grace_period: timedelta = timedelta(hours=1), dry_run: bool = False) -> int:
         """Delete the objects no row references that were last written over `grace_period` ago.
 
         An object a row of any thread references is never deleted; the grace period spares
-        uploads whose rows are not committed yet. Returns how many objects were deleted.
+        uploads whose rows are not committed yet. Returns how many objects were deleted
+        (with `dry_run`, how many would be: nothing is deleted).
         """
         cutoff = self._gc_cutoff(grace_period)
         objects = self.objects
@@ -497,7 +498,8 @@ class AsyncDurablePostgresSaver(SaverCore):
                     unreferenced += [key for key in batch if key not in held]
                 # A put may have rewritten an unreferenced object since the listing, to reference it again.
                 doomed = await objects.still_old(unreferenced, cutoff)
-                await objects.delete(doomed)
+                if not dry_run:
+                    await objects.delete(doomed)
             finally:
                 await self._gc_lock(conn, self.sql.GC_UNLOCK)
         return len(doomed)
@@ -647,8 +649,8 @@ class AsyncDurablePostgresSaver(SaverCore):
         """`aprune`, from a thread other than the saver's event loop."""
         return self._on_loop(self.aprune(thread_ids, strategy=strategy))
 
-    def gc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
+    def gc(self, *, grace_period: timedelta = timedelta(hours=1), dry_run: bool = False) -> int:
         """`agc`, from a thread other than the saver's event loop."""
-        return self._on_loop(self.agc(grace_period=grace_period))
+        return self._on_loop(self.agc(grace_period=grace_period, dry_run=dry_run))
 
     # end

@@ -439,11 +439,12 @@ class DurablePostgresSaver(SaverCore):
         checkpoint replays (up to the one holding the channel's value)."""
         self._run(self._prune_plan(thread_ids, strategy))
 
-    def gc(self, *, grace_period: timedelta = timedelta(hours=1)) -> int:
+    def gc(self, *, grace_period: timedelta = timedelta(hours=1), dry_run: bool = False) -> int:
         """Delete the objects no row references that were last written over `grace_period` ago.
 
         An object a row of any thread references is never deleted; the grace period spares
-        uploads whose rows are not committed yet. Returns how many objects were deleted.
+        uploads whose rows are not committed yet. Returns how many objects were deleted
+        (with `dry_run`, how many would be: nothing is deleted).
         """
         cutoff = self._gc_cutoff(grace_period)
         objects = self.objects
@@ -465,7 +466,8 @@ class DurablePostgresSaver(SaverCore):
                     unreferenced += [key for key in batch if key not in held]
                 # A put may have rewritten an unreferenced object since the listing, to reference it again.
                 doomed = objects.still_old(unreferenced, cutoff)
-                objects.delete(doomed)
+                if not dry_run:
+                    objects.delete(doomed)
             finally:
                 self._gc_lock(conn, self.sql.GC_UNLOCK)
         return len(doomed)

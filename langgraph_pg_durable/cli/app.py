@@ -43,8 +43,12 @@ def connect(
         ),
     ] = None,
     schema: Annotated[str, typer.Option(envvar="LGPD_SCHEMA", help="the saver's schema")] = DEFAULT_SCHEMA,
+    object_store: Annotated[
+        str | None,
+        typer.Option(envvar="OBJECT_STORE_URL", show_envvar=True, help="where offloaded values live (s3://bucket/prefix, file:///dir)"),
+    ] = None,
 ) -> None:
-    ctx.obj = Target(dsn or None, schema)
+    ctx.obj = Target(dsn or None, schema, object_store or None)
 
 
 @overload

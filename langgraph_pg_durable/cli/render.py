@@ -10,12 +10,14 @@ from __future__ import annotations
 import datetime
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TextIO
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -56,6 +58,24 @@ def when(value: Any) -> str:
     if not isinstance(value, datetime.datetime):
         return ""
     return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@contextmanager
+def progress(description: str, *, enabled: bool, total: int | None = None) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr while the work runs (none when stderr is not a terminal,
+    or not `enabled`); yields the function that moves it on by n."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda n: None
+        return
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn() if total else TextColumn("{task.completed}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True)) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n: bar.advance(task, n)
 
 
 def console_for(out: TextIO, *, piped_width: int = PIPED_WIDTH) -> Console:

@@ -2,7 +2,9 @@
 
 The connection string is `--dsn`, else `$DATABASE_URL`, else the embedded server the
 quickstart uses (./.langgraph-pg-durable/pgdata), so a newcomer's first `lgpd threads`
-lists the quickstart's threads.
+lists the quickstart's threads. The object store (for offloaded values and `gc`) is
+`--object-store`, else `$OBJECT_STORE_URL`, else the quickstart's directory when the
+embedded server is used.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..embedded import resolve_conn_string
+from ..embedded import resolve_conn_string, resolve_object_store
 from ..errors import ConfigError, shown
 from ..retry import RetryPolicy
 from ..saver import DurablePostgresSaver
@@ -29,6 +31,7 @@ class Target:
 
     dsn: str | None = None
     schema: str = DEFAULT_SCHEMA
+    object_store: str | None = None  # a URL; None: the quickstart's directory with the embedded server, else none
 
     def conn_string(self) -> str:
         if self.dsn:
@@ -42,8 +45,10 @@ class Target:
     def saver(self, *, need_schema: bool = True) -> Iterator[DurablePostgresSaver]:
         """A saver on a small pool of its own, closed on exit; with `need_schema`, a schema
         that is not the saver's (no tables, or pending migrations) is refused by name first."""
+        conn_string = self.conn_string()
+        store = self.object_store or (resolve_object_store() if not self.dsn else None)
         with DurablePostgresSaver.from_conn_string(
-            self.conn_string(), schema=self.schema, max_size=2, timeout=CONNECT_TIMEOUT, retry=CLI_RETRY
+            conn_string, schema=self.schema, max_size=2, timeout=CONNECT_TIMEOUT, retry=CLI_RETRY, object_store=store
         ) as saver:
             if need_schema:
                 self._check_schema(saver)

@@ -1,0 +1,131 @@
+"""`lgpd prune`, `lgpd gc` and `lgpd backfill`: the commands that write.
+
+Each works through the threads page by page, with a progress bar on a terminal, and can
+be stopped (Ctrl-C) and run again: what it already did is not done twice.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import ConfigError
+from .app import app, errors, failing_cleanly
+from .filters import metadata_filter, moment
+from .listing import WhereOption
+from .render import Column, Format, emit, progress, when
+from .target import Target
+
+NoProgress = Annotated[bool, typer.Option("--no-progress", help="no progress bar (there is none when stderr is not a terminal)")]
+BatchOption = Annotated[int, typer.Option("--batch", min=1, help="threads per statement")]
+ThreadsOption = Annotated[list[str] | None, typer.Option("--thread", help="only this thread (repeat for more)")]
+
+
+def _chunks(ids: Iterator[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for thread_id in ids:
+        chunk.append(thread_id)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _interrupted(done: int, what: str) -> typer.Exit:
+    errors.print(f"interrupted after {done} threads {what}; run the same command again to go on")
+    return typer.Exit(130)
+
+
+@app.command()
+@failing_cleanly
+def prune(
+    ctx: typer.Context,
+    older_than: Annotated[str | None, typer.Option(help="only threads idle this long (30d, 12h) or since before this time")] = None,
+    keep_latest: Annotated[bool, typer.Option("--keep-latest", help="keep each thread's latest checkpoint (and what it needs)")] = False,
+    delete: Annotated[bool, typer.Option("--delete", help="delete the threads whole")] = False,
+    threads: ThreadsOption = None,
+    where: WhereOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would go; change nothing")] = False,
+    batch: BatchOption = 100,
+    no_progress: NoProgress = False,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="how --dry-run lists the threads")] = Format.table,
+) -> None:
+    """Retention (writes): compact or delete the threads chosen by age, id or metadata.
+    `--keep-latest` keeps what the latest checkpoint needs (list versions, DeltaChannel
+    writes); `--delete` removes the threads' rows. Say which: there is no default."""
+    if keep_latest == delete:
+        raise ConfigError("prune needs exactly one of --keep-latest and --delete")
+    strategy = "keep_latest" if keep_latest else "delete"
+    cutoff = moment(older_than, "--older-than")
+    metadata = metadata_filter(where)
+    wanted = set(threads or ())
+    target: Target = ctx.obj
+    with target.saver() as saver:
+        chosen = (t for t in saver.list_threads(metadata=metadata, until=cutoff) if not wanted or t.thread_id in wanted)
+        if dry_run:
+            columns = [
+                Column("thread", "thread_id", style="cyan"),
+                Column("checkpoints", "checkpoints"),
+                Column("last activity", "last_activity", when),
+            ]
+            shown = emit(
+                ({"thread_id": t.thread_id, "checkpoints": t.checkpoints, "last_activity": t.last_activity} for t in chosen), fmt, columns
+            )
+            errors.print(f"dry run: {shown} threads would be pruned ({strategy}); nothing was changed")
+            return
+        done = 0
+        with progress(f"prune ({strategy})", enabled=not no_progress) as advance:
+            try:
+                for chunk in _chunks((t.thread_id for t in chosen), batch):
+                    saver.prune(chunk, strategy=strategy)
+                    done += len(chunk)
+                    advance(len(chunk))
+            except KeyboardInterrupt:
+                raise _interrupted(done, "pruned") from None
+    print(f"pruned {done} threads ({strategy})")
+
+
+@app.command()
+@failing_cleanly
+def gc(
+    ctx: typer.Context,
+    grace: Annotated[str, typer.Option(help="spare objects written this recently (uploads whose rows may not be committed yet)")] = "1h",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="count what would go; delete nothing")] = False,
+) -> None:
+    """Delete the object-store objects no row references any more (writes)."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    since = moment(grace, "--grace", now=now)
+    assert since is not None
+    target: Target = ctx.obj
+    with target.saver() as saver:
+        count = saver.gc(grace_period=now - since, dry_run=dry_run)
+    print(f"{count} unreferenced objects {'would be deleted (dry run)' if dry_run else 'deleted'}")
+
+
+@app.command()
+@failing_cleanly
+def backfill(
+    ctx: typer.Context,
+    threads: ThreadsOption = None,
+    batch: BatchOption = 100,
+    no_progress: NoProgress = False,
+) -> None:
+    """Fill the action log and run ids of threads written without them (writes): before
+    migration 0007 or with action_log=False. Threads that have their log are skipped."""
+    target: Target = ctx.obj
+    with target.saver() as saver:
+        ids: Any = iter(threads) if threads else (t.thread_id for t in saver.list_threads())
+        filled = seen = 0
+        with progress("backfill", enabled=not no_progress, total=len(threads) if threads else None) as advance:
+            try:
+                for chunk in _chunks(ids, batch):
+                    filled += saver.backfill_actions(thread_ids=chunk, batch_size=batch)
+                    seen += len(chunk)
+                    advance(len(chunk))
+            except KeyboardInterrupt:
+                raise _interrupted(seen, "looked at") from None
+    print(f"filled the log of {filled} of {seen} threads")
