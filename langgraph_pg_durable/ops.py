@@ -119,6 +119,9 @@ class SaverCore(BaseCheckpointSaver[str]):
         if not isinstance(action_log, bool):
             raise ConfigError(f"action_log must be True or False, got {shown(action_log)}")
         self.action_log = action_log
+        # Set on the copy importer.import_official writes through: its puts (made outside any
+        # invocation) get no run id, so backfill_actions gives them the runs LangGraph made.
+        self.importing = False
         self.lists = ListPolicy(snapshot_every, list_min_bytes)
         self.memory = ListMemory()
         self.runs = RunRegistry()
@@ -547,8 +550,9 @@ class SaverCore(BaseCheckpointSaver[str]):
         parent_writes_done: bool,
     ) -> Plan[RunnableConfig]:
         """put: one statement, sent again relying on less when what it relied on is missing.
-        Outside a graph invocation, the checkpoint is a run of its own (an update_state)."""
-        run_id = self._run_of(config) or new_run_id()
+        Outside a graph invocation, the checkpoint is a run of its own (an update_state),
+        unless `importing`: then it has none, and backfill_actions assigns the runs."""
+        run_id = self._run_of(config) or (None if self.importing else new_run_id())
         key = parse_config(config)
         if isinstance(checkpoint, Mapping) and isinstance(checkpoint.get("id"), str):
             self._note_checkpoint(key.thread_id, key.checkpoint_ns, checkpoint, metadata)

@@ -101,10 +101,36 @@ def setup(ctx: typer.Context) -> None:
     print(f"schema {target.schema!r} is at version {len(migrations())}")
 
 
+GLOBAL_OPTIONS = ("--dsn", "--schema", "--object-store")
+
+
+def globals_first(argv: list[str]) -> list[str]:
+    """The command line with the connection options moved before the command, so that
+    `lgpd setup --dsn URL` works as `lgpd --dsn URL setup` does."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i:]
+            break
+        if arg in GLOBAL_OPTIONS and i + 1 < len(argv):
+            front += argv[i : i + 2]
+            i += 2
+            continue
+        if arg.split("=", 1)[0] in GLOBAL_OPTIONS and "=" in arg:
+            front.append(arg)
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
 def main(argv: list[str] | None = None) -> int:
     """The console script: runs `app`, returns its exit status."""
     try:
-        app(args=argv, prog_name="lgpd", standalone_mode=True)
+        app(args=globals_first(list(sys.argv[1:] if argv is None else argv)), prog_name="lgpd", standalone_mode=True)
     except SystemExit as exit:
         return int(exit.code or 0) if not isinstance(exit.code, str) else 1
     return 0

@@ -1,4 +1,4 @@
-"""`lgpd prune`, `lgpd gc` and `lgpd backfill`: the commands that write.
+"""`lgpd prune`, `lgpd gc`, `lgpd backfill` and `lgpd import-official`: the commands that write.
 
 Each works through the threads page by page, with a progress bar on a terminal, and can
 be stopped (Ctrl-C) and run again: what it already did is not done twice.
@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from ..errors import ConfigError
 from .app import app, errors, failing_cleanly
@@ -129,3 +130,37 @@ def backfill(
             except KeyboardInterrupt:
                 raise _interrupted(seen, "looked at") from None
     print(f"filled the log of {filled} of {seen} threads")
+
+
+@app.command("import-official")
+@failing_cleanly
+def import_official_command(
+    ctx: typer.Context,
+    from_dsn: Annotated[str, typer.Option("--from-dsn", help="the database the official saver wrote to")],
+    from_schema: Annotated[str, typer.Option("--from-schema", help="the schema of its tables")] = "public",
+    threads: ThreadsOption = None,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="read every imported thread back from both and compare")] = True,
+    no_progress: NoProgress = False,
+) -> None:
+    """Copy threads from the official langgraph-checkpoint-postgres tables into ours
+    (writes), then check they read back equal. Run it again after an interruption:
+    complete threads are skipped."""
+    from ..importer import import_official
+
+    target: Target = ctx.obj
+    with target.saver() as saver, progress("import", enabled=not no_progress) as advance:
+        try:
+            report = import_official(
+                from_dsn, saver, source_schema=from_schema, thread_ids=threads, verify=verify, on_thread=lambda _t, _i: advance(1)
+            )
+        except KeyboardInterrupt:
+            errors.print("interrupted; run the same command again to go on (complete threads are skipped)")
+            raise typer.Exit(130) from None
+    counts = f"{report.checkpoints} checkpoints, {report.writes} writes"
+    print(f"imported {len(report.imported)} threads ({counts}); {len(report.skipped)} already here")
+    if verify:
+        if report.mismatches:
+            for line in report.mismatches:
+                errors.print(f"[red]mismatch:[/red] {escape(line)}")
+            raise typer.Exit(1)
+        print("verified: every imported thread reads back equal")

@@ -23,3 +23,18 @@ def test_setup_without_a_connection_string_or_embedded_server_says_which_to_give
     assert cli.main(["setup"]) == 2
     err = capsys.readouterr().err
     assert "set DATABASE_URL" in err and "--dsn" in err and "[embedded]" in err
+
+
+def test_connection_options_may_follow_the_command() -> None:
+    from langgraph_pg_durable.cli.app import globals_first
+
+    assert globals_first(["setup", "--dsn", "postgresql://x", "--schema=s"]) == ["--dsn", "postgresql://x", "--schema=s", "setup"]
+    assert globals_first(["show", "t", "--step", "2", "--object-store", "file:///o"]) == [
+        "--object-store",
+        "file:///o",
+        "show",
+        "t",
+        "--step",
+        "2",
+    ]
+    assert globals_first(["export", "--", "--dsn"]) == ["export", "--", "--dsn"]
