@@ -99,23 +99,44 @@ def _complete(ours: DurablePostgresSaver, thread_id: str, tuples: Sequence[Any])
     return mine is not None and len(mine.pending_writes or ()) == len(newest.pending_writes or ())
 
 
-def _put_thread(
-    importer: DurablePostgresSaver, tuples: Sequence[Any], paths: dict[tuple[str, str, str], str], report: ImportReport
-) -> None:
+def writer_for(target: DurablePostgresSaver) -> DurablePostgresSaver:
+    """A copy of `target` that writes history as it was: the same pool, store and caches,
+    but no log rows and no run ids, which `backfill_actions` then fills as LangGraph made them."""
+    writer = copy.copy(target)
+    writer.action_log = False
+    writer.importing = True
+    return writer
+
+
+def put_history(
+    writer: DurablePostgresSaver,
+    tuples: Sequence[Any],
+    *,
+    task_paths: dict[tuple[str, str, str], str] | None = None,
+    thread_id: str | None = None,
+    skip_writes_of: tuple[str, str] | None = None,
+) -> tuple[int, int]:
+    """Put `tuples` (newest first, as list() gives them) oldest first, each with its pending
+    writes: into their own thread, or into `thread_id`; the writes of the checkpoint
+    `skip_writes_of` (namespace, id) are left out. Returns (checkpoints, writes) put."""
+    checkpoints = writes_put = 0
     for t in reversed(tuples):  # oldest first: each put extends its parent
         ns, checkpoint_id = _key(t)
-        thread_id = t.config["configurable"]["thread_id"]
-        parent: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
+        target_thread = thread_id or t.config["configurable"]["thread_id"]
+        parent: RunnableConfig = {"configurable": {"thread_id": target_thread, "checkpoint_ns": ns}}
         if t.parent_config is not None:
             parent["configurable"]["checkpoint_id"] = t.parent_config["configurable"]["checkpoint_id"]
-        config = importer.put(parent, t.checkpoint, t.metadata, dict(t.checkpoint["channel_versions"]))
-        report.checkpoints += 1
+        config = writer.put(parent, t.checkpoint, t.metadata, dict(t.checkpoint["channel_versions"]))
+        checkpoints += 1
+        if (ns, checkpoint_id) == skip_writes_of:
+            continue
         by_task: dict[str, list[tuple[str, Any]]] = {}
         for task_id, channel, value in t.pending_writes or ():
             by_task.setdefault(task_id, []).append((channel, value))
         for task_id, writes in by_task.items():
-            importer.put_writes(config, writes, task_id, paths.get((ns, checkpoint_id, task_id), ""))
-            report.writes += len(writes)
+            writer.put_writes(config, writes, task_id, (task_paths or {}).get((ns, checkpoint_id, task_id), ""))
+            writes_put += len(writes)
+    return checkpoints, writes_put
 
 
 def _differences(thread_id: str, theirs: Sequence[Any], ours: Sequence[Any]) -> list[str]:
@@ -155,9 +176,7 @@ def import_official(
     again: complete threads are skipped, the rest put again idempotently. `on_thread`
     is called after each thread with (thread_id, imported)."""
     quoted = quote_schema(source_schema)  # refuses a bad name before any I/O
-    importer = copy.copy(target)  # the same pool, store and caches, but no log rows and no run ids: backfill writes them
-    importer.action_log = False
-    importer.importing = True
+    importer = writer_for(target)
     report = ImportReport()
     with psycopg.connect(source, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.SQL(quoted)))
@@ -173,7 +192,9 @@ def import_official(
                 if on_thread:
                     on_thread(thread_id, False)
                 continue
-            _put_thread(importer, theirs, _task_paths(conn, thread_id), report)
+            checkpoints, writes = put_history(importer, theirs, task_paths=_task_paths(conn, thread_id))
+            report.checkpoints += checkpoints
+            report.writes += writes
             if target.action_log:
                 target.backfill_actions(thread_ids=[thread_id])
             if verify:

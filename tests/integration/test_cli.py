@@ -239,3 +239,45 @@ def test_diff_marks_an_edited_message_and_exits_1(pg_dsn: str, schema_name: str)
     assert across.exit_code == 0
     missing = lgpd(pg_dsn, schema_name, "diff", "edit-1", "--from", "42")
     assert missing.exit_code == 2 and "thread 'edit-1' has no step 42" in missing.output  # trouble, as diff(1) says
+
+
+# -- fork and replay --------------------------------------------------------------------------
+
+
+def test_fork_copies_up_to_a_step_and_leaves_the_source_alone(pg_dsn: str, schema_name: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        agents.sample_threads(saver)
+        before = [s.checkpoint_id for s in saver.list_steps("calc-1")]
+        at_two = next(t for t in saver.list({"configurable": {"thread_id": "calc-1"}}) if t.metadata["step"] == 2)
+    forked = lgpd(pg_dsn, schema_name, "fork", "calc-1", "--step", "2", "--to", "calc-fork")
+    assert forked.exit_code == 0, forked.output
+    config = json.loads(forked.stdout)
+    assert (
+        config["configurable"]["thread_id"] == "calc-fork"
+        and config["configurable"]["checkpoint_id"] == at_two.config["configurable"]["checkpoint_id"]
+    )
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        assert [s.step for s in saver.list_steps("calc-fork")] == [2, 1, 0, -1]
+        newest = saver.get_tuple({"configurable": {"thread_id": "calc-fork"}})
+        assert newest is not None and newest.checkpoint["channel_values"] == at_two.checkpoint["channel_values"]
+        assert newest.pending_writes == []  # the next step runs again when resumed
+        assert [s.checkpoint_id for s in saver.list_steps("calc-1")] == before
+        assert [r.status for r in saver.list_runs("calc-fork")] == ["running"]
+    again = lgpd(pg_dsn, schema_name, "fork", "calc-1", "--step", "1", "--to", "calc-fork")
+    assert again.exit_code == 2 and "thread 'calc-fork' already has checkpoints" in again.output
+
+
+def test_replay_runs_the_users_graph_on_from_the_step(pg_dsn: str, schema_name: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        agents.sample_threads(saver)
+    run = lgpd(pg_dsn, schema_name, "replay", "calc-1", "--step", "2", "--graph", "agents:replay_calculator", "--to", "calc-replay")
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.stdout.splitlines()[0])["replayed_to_step"] == 3
+    view = json.loads(lgpd(pg_dsn, schema_name, "show", "calc-replay", "-f", "json").stdout)
+    assert view["response"][0]["payload"]["messages"][0]["content"] == "1 + 2 is 3 (replayed)."
+    original = json.loads(lgpd(pg_dsn, schema_name, "show", "calc-1", "--step", "3", "-f", "json").stdout)
+    assert original["response"][0]["payload"]["messages"][0]["content"] == "1 + 2 = 3"
+    bad = lgpd(pg_dsn, schema_name, "replay", "calc-1", "--step", "2", "--graph", "agents:nothing_here")
+    assert bad.exit_code == 2 and "--graph 'agents:nothing_here'" in bad.output

@@ -58,15 +58,20 @@ def model_node(model: FakeMessagesListChatModel) -> Any:
     return agent
 
 
-def tool_agent(checkpointer: Any, replies: list[AIMessage], tools: list[Any] | None = None) -> Any:
-    """model -> tools -> model ... until a reply without tool calls."""
+def tool_agent_builder(replies: list[AIMessage], tools: list[Any] | None = None) -> StateGraph:
+    """model -> tools -> model ... until a reply without tool calls (not compiled)."""
     graph = StateGraph(MessagesState)
     graph.add_node("agent", model_node(FakeMessagesListChatModel(responses=replies)))
     graph.add_node("tools", ToolNode(tools or [add, search]))
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
-    return graph.compile(checkpointer=checkpointer)
+    return graph
+
+
+def tool_agent(checkpointer: Any, replies: list[AIMessage], tools: list[Any] | None = None) -> Any:
+    """model -> tools -> model ... until a reply without tool calls."""
+    return tool_agent_builder(replies, tools).compile(checkpointer=checkpointer)
 
 
 def calculator_replies() -> list[AIMessage]:
@@ -215,3 +220,7 @@ def sample_threads(saver: Any) -> dict[str, str]:
         {"messages": [("user", "research and write")]}, {"configurable": {"thread_id": ids["team"]}}, durability="sync"
     )
     return ids
+
+
+# `lgpd replay --graph agents:replay_calculator`: the calculator whose model now answers differently.
+replay_calculator = tool_agent_builder([AIMessage("1 + 2 is 3 (replayed).", id="ai-replayed")])
