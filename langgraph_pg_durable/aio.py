@@ -370,10 +370,21 @@ class AsyncDurablePostgresSaver(SaverCore):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
+        contains: str | None = None,
     ) -> AsyncIterator[ActionRecord]:
         """Actions (the `actions` view), oldest first, matching every filter given
-        (committed in [since, until)); streamed page by page."""
-        scan = ActionScan(thread_id=thread_id, run_id=run_id, agent=agent, action_type=action_type, since=since, until=until, limit=limit)
+        (committed in [since, until); `contains`: text in the payload's JSON, any case);
+        streamed page by page."""
+        scan = ActionScan(
+            thread_id=thread_id,
+            run_id=run_id,
+            agent=agent,
+            action_type=action_type,
+            since=since,
+            until=until,
+            limit=limit,
+            contains=contains,
+        )
         while not scan.done:
             for record in await self._execute(self._actions_page_query(scan)):
                 yield record
@@ -571,9 +582,19 @@ class AsyncDurablePostgresSaver(SaverCore):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
+        contains: str | None = None,
     ) -> Iterator[ActionRecord]:
         """`alist_actions`, from a thread other than the saver's event loop (pages are still streamed)."""
-        scan = ActionScan(thread_id=thread_id, run_id=run_id, agent=agent, action_type=action_type, since=since, until=until, limit=limit)
+        scan = ActionScan(
+            thread_id=thread_id,
+            run_id=run_id,
+            agent=agent,
+            action_type=action_type,
+            since=since,
+            until=until,
+            limit=limit,
+            contains=contains,
+        )
         while not scan.done:
             yield from self._on_loop(self._execute(self._actions_page_query(scan)))
 

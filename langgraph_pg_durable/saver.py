@@ -338,10 +338,21 @@ class DurablePostgresSaver(SaverCore):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
+        contains: str | None = None,
     ) -> Iterator[ActionRecord]:
         """Actions (the `actions` view), oldest first, matching every filter given
-        (committed in [since, until)); streamed page by page."""
-        scan = ActionScan(thread_id=thread_id, run_id=run_id, agent=agent, action_type=action_type, since=since, until=until, limit=limit)
+        (committed in [since, until); `contains`: text in the payload's JSON, any case);
+        streamed page by page."""
+        scan = ActionScan(
+            thread_id=thread_id,
+            run_id=run_id,
+            agent=agent,
+            action_type=action_type,
+            since=since,
+            until=until,
+            limit=limit,
+            contains=contains,
+        )
         while not scan.done:
             for record in self._execute(self._actions_page_query(scan)):
                 yield record

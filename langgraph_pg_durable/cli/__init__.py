@@ -6,7 +6,7 @@ help says it writes. `main()` is the console script and `python -m langgraph_pg_
 
 from __future__ import annotations
 
-from . import compare, export, forks, listing, maintain, steps  # noqa: F401 - each registers its commands on `app`
+from . import compare, export, forks, listing, maintain, search, steps  # noqa: F401 - each registers its commands on `app`
 from .app import app, main
 
 __all__ = ["app", "main"]

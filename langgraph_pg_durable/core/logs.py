@@ -92,6 +92,12 @@ class RunScan(Pager):
         return records
 
 
+def _like(text: Any) -> str:
+    """An ILIKE pattern matching `text` anywhere, its wildcards escaped."""
+    plain = id_text(text, "contains")
+    return "%" + plain.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 class ActionScan(Pager):
     """One `list_actions()` call: oldest action first, by when it was committed."""
 
@@ -102,6 +108,7 @@ class ActionScan(Pager):
         ("action_type", "a.action_type = %(action_type)s"),
         ("since", "a.created_at >= %(since)s"),
         ("until", "a.created_at < %(until)s"),
+        ("contains", "a.payload::text ILIKE %(contains)s"),  # the payload's JSON text: keys too
     )
     KEYSET = (
         "(a.created_at, a.thread_id, a.checkpoint_ns, a.checkpoint_id, a.task_id, a.run_id, a.idx) > "
@@ -119,10 +126,12 @@ class ActionScan(Pager):
         since: Any = None,
         until: Any = None,
         limit: Any = None,
+        contains: Any = None,
     ) -> None:
         filters = {
             "thread_id": id_text(thread_id, "thread_id") if thread_id is not None else None,
             "run_id": id_text(run_id, "run_id") if run_id is not None else None,
+            "contains": _like(contains) if contains is not None else None,
             "agent": id_text(agent, "agent") if agent is not None else None,
             "action_type": one_of(action_type, ACTION_TYPES, "list_actions() action_type"),
             "since": moment(since, "list_actions() since"),

@@ -281,3 +281,53 @@ def test_replay_runs_the_users_graph_on_from_the_step(pg_dsn: str, schema_name: 
     assert original["response"][0]["payload"]["messages"][0]["content"] == "1 + 2 = 3"
     bad = lgpd(pg_dsn, schema_name, "replay", "calc-1", "--step", "2", "--graph", "agents:nothing_here")
     assert bad.exit_code == 2 and "--graph 'agents:nothing_here'" in bad.output
+
+
+# -- grep and tail ---------------------------------------------------------------------------------
+
+
+def test_grep_finds_text_where_a_person_would_look(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
+    hits = as_json(lgpd(pg_dsn, schema, "grep", "weather", "-f", "json"))
+    assert {(h["thread_id"], h["agent"], h["field"]) for h in hits} == {
+        ("flaky-1", "__start__", "content"),
+        ("flaky-1", "agent", "arguments"),
+        ("flaky-1", "tools", "error"),
+    }
+    assert any("service down for 'weather'" in h["text"] for h in hits)
+    sums = as_json(lgpd(pg_dsn, schema, "grep", "--regex", r"1\s*\+\s*2", "--thread", "calc-1", "-f", "json"))
+    assert {h["field"] for h in sums} == {"content"} and len(sums) == 2  # the question and the answer
+    assert as_json(lgpd(pg_dsn, schema, "grep", "add", "--agent", "agent", "-f", "json"))[0]["field"] == "tool"
+    assert lgpd(pg_dsn, schema, "grep", "WEATHER").exit_code == 1  # case matters
+    assert lgpd(pg_dsn, schema, "grep", "-i", "WEATHER").exit_code == 0
+    assert lgpd(pg_dsn, schema, "grep", "role").exit_code == 1  # JSON keys are not searched
+    bad = lgpd(pg_dsn, schema, "grep", "--regex", "(")
+    assert bad.exit_code == 2 and "not a regular expression" in bad.output
+
+
+def test_tail_prints_a_step_committed_while_it_runs(pg_dsn: str, schema_name: str) -> None:
+    from langgraph.types import Command
+
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        graph = agents.approval(saver)
+        config = {"configurable": {"thread_id": "live-1"}}
+        graph.invoke({"item": "book"}, config, durability="sync")  # three actions, then it waits
+        env = {**os.environ, "DATABASE_URL": pg_dsn, "LGPD_SCHEMA": schema_name}
+        tail = subprocess.Popen(
+            [sys.executable, "-m", "langgraph_pg_durable", "tail", "--thread", "live-1", "--since", "1h", "--count", "5", "-f", "jsonl"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert tail.stdout is not None
+            first = [json.loads(tail.stdout.readline()) for _ in range(3)]  # tail is running: it printed what was there
+            assert [a["agent"] for a in first] == ["__start__", "draft", "approve"]
+            graph.invoke(Command(resume="yes"), config, durability="sync")  # committed while tail runs
+            out, err = tail.communicate(timeout=60)
+        finally:
+            tail.kill()
+    later = [json.loads(line) for line in out.splitlines()]
+    assert tail.returncode == 0, err
+    assert [a["action_type"] for a in later] == ["human", "decision"] and later[1]["payload"]["state"] == {"status": "shipped"}
