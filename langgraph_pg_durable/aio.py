@@ -35,7 +35,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection
-from psycopg.rows import tuple_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from .adapters import has_rows
@@ -54,6 +54,7 @@ from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
 from .objects_async import AsyncObjectStorage
 from .ops import GC_BATCH, SaverCore
 from .retry import Attempts, RetryPolicy
+from .sql import doctor as doctor_sql
 from .sql import schema as schema_sql
 from .sql.schema import DEFAULT_SCHEMA, quote_schema
 
@@ -286,6 +287,29 @@ class AsyncDurablePostgresSaver(SaverCore):
                 return None
             await cur.execute(schema_sql.current_version_sql(quote_schema(self.schema)))
             return int((await cur.fetchone())[0])  # type: ignore[index]
+
+    async def adiagnose(self, *, top: int = 5) -> dict[str, Any]:
+        """What `lgpd doctor` shows: the server and its durability settings, the schema's
+        version against this package's, extensions, each table's and index's size, the
+        `top` oldest and largest threads, and whether the object store answers."""
+        quoted = quote_schema(self.schema)
+        out: dict[str, Any] = {"schema": self.schema, "package_schema_version": len(schema_sql.migrations())}
+        out["schema_version"] = await self.aschema_version()
+        async with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(doctor_sql.SERVER)
+            out["server"] = await cur.fetchone()
+            await cur.execute(doctor_sql.SETTINGS)
+            out["settings"] = {r["name"]: r["setting"] for r in await cur.fetchall()}
+            await cur.execute(doctor_sql.EXTENSIONS)
+            out["extensions"] = {r["extname"]: r["extversion"] for r in await cur.fetchall()}
+            await cur.execute(doctor_sql.RELATIONS, {"schema": self.schema})
+            out["relations"] = await cur.fetchall()
+            if out["schema_version"]:
+                for key, statement in (("oldest_threads", doctor_sql.oldest_threads), ("largest_threads", doctor_sql.largest_threads)):
+                    await cur.execute(statement(quoted), {"top": top})
+                    out[key] = await cur.fetchall()
+        out["object_store"] = await self.objects.probe(self.placement.prefix) if self.objects is not None else None
+        return out
 
     async def setup(self) -> None:
         """Create or upgrade the schema; safe to call from many processes at once."""

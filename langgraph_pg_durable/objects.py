@@ -144,6 +144,15 @@ class ObjectStorage:
             return None
         raise ObjectStoreError(f"{where}: reading object {shown(ref.key)} failed: {first_line(exc)}") from exc
 
+    def probe(self, prefix: str) -> str:
+        """Whether the store answers: 'reachable', or why not (the first line of its error)."""
+        try:
+            for _batch in obstore.list(self.store, prefix + "/", chunk_size=1):
+                break
+        except Exception as exc:
+            return f"unreachable: {first_line(exc)}"
+        return "reachable"
+
     # -- garbage ---------------------------------------------------------------------------
 
     def list_garbage_candidates(self, prefix: str, older_than: datetime) -> list[str]:

@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import Connection
-from psycopg.rows import tuple_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 
 from .adapters import has_rows
@@ -39,6 +39,7 @@ from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
 from .objects import ObjectStorage
 from .ops import GC_BATCH, SaverCore
 from .retry import Attempts, RetryPolicy
+from .sql import doctor as doctor_sql
 from .sql import schema as schema_sql
 from .sql.schema import DEFAULT_SCHEMA, quote_schema
 
@@ -254,6 +255,29 @@ class DurablePostgresSaver(SaverCore):
                 return None
             cur.execute(schema_sql.current_version_sql(quote_schema(self.schema)))
             return int((cur.fetchone())[0])  # type: ignore[index]
+
+    def diagnose(self, *, top: int = 5) -> dict[str, Any]:
+        """What `lgpd doctor` shows: the server and its durability settings, the schema's
+        version against this package's, extensions, each table's and index's size, the
+        `top` oldest and largest threads, and whether the object store answers."""
+        quoted = quote_schema(self.schema)
+        out: dict[str, Any] = {"schema": self.schema, "package_schema_version": len(schema_sql.migrations())}
+        out["schema_version"] = self.schema_version()
+        with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(doctor_sql.SERVER)
+            out["server"] = cur.fetchone()
+            cur.execute(doctor_sql.SETTINGS)
+            out["settings"] = {r["name"]: r["setting"] for r in cur.fetchall()}
+            cur.execute(doctor_sql.EXTENSIONS)
+            out["extensions"] = {r["extname"]: r["extversion"] for r in cur.fetchall()}
+            cur.execute(doctor_sql.RELATIONS, {"schema": self.schema})
+            out["relations"] = cur.fetchall()
+            if out["schema_version"]:
+                for key, statement in (("oldest_threads", doctor_sql.oldest_threads), ("largest_threads", doctor_sql.largest_threads)):
+                    cur.execute(statement(quoted), {"top": top})
+                    out[key] = cur.fetchall()
+        out["object_store"] = self.objects.probe(self.placement.prefix) if self.objects is not None else None
+        return out
 
     def setup(self) -> None:
         """Create or upgrade the schema; safe to call from many processes at once."""

@@ -43,6 +43,7 @@ NAMES = {
     "alist_threads": "list_threads",
     "alist_steps": "list_steps",
     "aschema_version": "schema_version",
+    "adiagnose": "diagnose",
     "abackfill_actions": "backfill_actions",
     "aput": "put",
     "aput_writes": "put_writes",

@@ -1,4 +1,5 @@
-"""`lgpd prune`, `lgpd gc`, `lgpd backfill` and `lgpd import-official`: the commands that write.
+"""`lgpd prune`, `lgpd gc`, `lgpd backfill` and `lgpd import-official` (the commands that
+write), and `lgpd doctor`.
 
 Each works through the threads page by page, with a progress bar on a terminal, and can
 be stopped (Ctrl-C) and run again: what it already did is not done twice.
@@ -7,17 +8,20 @@ be stopped (Ctrl-C) and run again: what it already did is not done twice.
 from __future__ import annotations
 
 import datetime
+import json
+import sys
 from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from rich.text import Text
 
 from ..errors import ConfigError
 from .app import app, errors, failing_cleanly
 from .filters import metadata_filter, moment
 from .listing import WhereOption
-from .render import Column, Format, emit, progress, when
+from .render import Column, Format, console_for, emit, plain, progress, when
 from .target import Target
 
 NoProgress = Annotated[bool, typer.Option("--no-progress", help="no progress bar (there is none when stderr is not a terminal)")]
@@ -164,3 +168,76 @@ def import_official_command(
                 errors.print(f"[red]mismatch:[/red] {escape(line)}")
             raise typer.Exit(1)
         print("verified: every imported thread reads back equal")
+
+
+def _size(n: Any) -> str:
+    value = float(n or 0)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if value < 1024 or unit == "TB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return str(n)
+
+
+@app.command()
+@failing_cleanly
+def doctor(
+    ctx: typer.Context,
+    top: Annotated[int, typer.Option(min=1, help="how many of the oldest and largest threads")] = 5,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="table for a person; json for a program")] = Format.table,
+) -> None:
+    """The server, its durability settings, the schema against this package, table and
+    index sizes, the oldest and largest threads, and whether the object store answers.
+    Exits 1 when something needs doing (a schema behind, a setting that can lose commits)."""
+    target: Target = ctx.obj
+    with target.saver(need_schema=False) as saver:
+        found = saver.diagnose(top=top)
+    problems = []
+    if found["schema_version"] is None:
+        problems.append(f"schema {found['schema']!r} has no saver tables: run `lgpd setup`")
+    elif found["schema_version"] < found["package_schema_version"]:
+        behind = f"schema {found['schema']!r} is at version {found['schema_version']}"
+        problems.append(f"{behind}, the package at {found['package_schema_version']}: run `lgpd setup`")
+    for name, bad in (("fsync", "off"), ("synchronous_commit", "off"), ("full_page_writes", "off")):
+        if found["settings"].get(name) == bad:
+            problems.append(f"{name} is {bad}: the server acknowledges commits a crash can lose")
+    if isinstance(found["object_store"], str) and found["object_store"] != "reachable":
+        problems.append(f"the object store is {found['object_store']}")
+    found["problems"] = problems
+    if fmt is not Format.table:
+        print(json.dumps(plain(found), ensure_ascii=False, indent=2))
+    else:
+        console = console_for(sys.stdout, piped_width=100)
+        console.print(Text(f"PostgreSQL {found['server']['version']}", style="bold"))
+        console.print(Text("settings: " + ", ".join(f"{k}={v!s}" for k, v in found["settings"].items())))
+        console.print(Text("extensions: " + ", ".join(f"{k} {v}" for k, v in found["extensions"].items())))
+        console.print(
+            Text(f"schema {found['schema']}: version {found['schema_version']} (this package: {found['package_schema_version']})")
+        )
+        console.print(Text(f"object store: {found['object_store'] or 'none configured'}"))
+        tables = [
+            Column("relation", "relname"),
+            Column("kind", "relkind", lambda k: {"r": "table", "p": "table", "i": "index"}.get(k, k)),
+            Column("size", "total_bytes", _size),
+            Column("rows (estimate)", "rows_estimate"),
+        ]
+        emit(found["relations"], Format.table, tables, console=console)
+        for key, title in (("oldest_threads", "oldest threads"), ("largest_threads", "largest threads")):
+            if found.get(key):
+                console.print(Text(title, style="bold"))
+                emit(
+                    found[key],
+                    Format.table,
+                    [
+                        Column("thread", "thread_id", style="cyan"),
+                        Column("checkpoints", "checkpoints"),
+                        Column("last activity", "last_activity", when),
+                    ],
+                    console=console,
+                )
+        for problem in problems:
+            console.print(Text(f"! {problem}", style="bold red"))
+        if not problems:
+            console.print(Text("no problem found", style="green"))
+    if problems:
+        raise typer.Exit(1)

@@ -119,3 +119,22 @@ def test_backfill_fills_threads_written_without_the_log(pg_dsn: str, schema_name
     assert statuses == {"calc-1": "done", "order-7": "interrupted", "flaky-1": "error", "team-1": "done"}
     again = lgpd(pg_dsn, schema_name, "backfill")
     assert "filled the log of 0 of 4 threads" in again.stdout
+
+
+def test_doctor_reports_the_server_the_schema_and_what_needs_doing(pg_dsn: str, schema_name: str, tmp_path: Path) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        agents.sample_threads(saver)
+    store = (tmp_path / "objects").as_uri()
+    result = lgpd(pg_dsn, schema_name, "doctor", "--top", "2", "-f", "json", store=store)
+    found = json.loads(result.stdout)
+    assert found["schema_version"] == found["package_schema_version"] and found["object_store"] == "reachable"
+    assert {r["relname"] for r in found["relations"]} >= {"checkpoints", "action_log", "checkpoints_pkey"}
+    assert [t["thread_id"] for t in found["largest_threads"]] == ["team-1", "calc-1"] and len(found["oldest_threads"]) == 2
+    with psycopg.connect(pg_dsn) as conn:
+        fsync = conn.execute("SHOW fsync").fetchone()[0]  # type: ignore[index]
+    assert found["settings"]["fsync"] == fsync
+    assert ("fsync is off: the server acknowledges commits a crash can lose" in found["problems"]) == (fsync == "off")
+    assert result.exit_code == (1 if found["problems"] else 0)
+    empty = lgpd(pg_dsn, schema_name + "_none", "doctor", "-f", "json")
+    assert empty.exit_code == 1 and any("has no saver tables" in p for p in json.loads(empty.stdout)["problems"])
