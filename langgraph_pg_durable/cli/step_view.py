@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..core.actions import as_messages, message_json, readable
+from ..core.actions import as_messages, describe, message_json, readable
 from ..core.logs import ActionRecord
 from ..core.steps import StepRecord
 
@@ -50,19 +50,37 @@ def _arguments(call: Mapping[str, Any]) -> Any:
     return raw
 
 
-def step_view(step: StepRecord, actions: Iterable[ActionRecord], parent_values: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The step as `lgpd show --format json` prints it (README, "Command line")."""
+def step_view(
+    step: StepRecord,
+    actions: Iterable[ActionRecord],
+    parent_values: Mapping[str, Any] | None,
+    *,
+    full_writes: Sequence[tuple[str, str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The step as `lgpd show --format json` prints it (README, "Command line").
+
+    With `full_writes` (the parent checkpoint's pending writes, as read with their values),
+    each response is described again from them: a value the log shows by size (it lives
+    in the object store) is then there whole."""
     runs = list(actions)
     made = [a for a in runs if a.checkpoint_ns == step.checkpoint_ns and a.checkpoint_id == step.parent_checkpoint_id]
-    response = [{"agent": a.agent, "action_type": a.action_type, "task_id": a.task_id, "payload": a.payload} for a in made]
+    by_task: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in full_writes or ():
+        by_task.setdefault(task_id, []).append((channel, value))
+    response = []
+    for a in made:
+        payload = a.payload
+        if a.task_id in by_task:
+            payload = json.loads(describe(by_task[a.task_id], checkpoint_ns=a.checkpoint_ns, task_id=a.task_id, task_path="").payload)
+        response.append({"agent": a.agent, "action_type": a.action_type, "task_id": a.task_id, "payload": payload})
     results: dict[str, Any] = {}
     for action in runs:
         for message in _messages(action.payload):
             if message.get("role") == "tool" and message.get("tool_call_id") is not None:
                 results.setdefault(str(message["tool_call_id"]), message.get("content"))
     tool_calls = []
-    for action in made:
-        for message in _messages(action.payload):
+    for task in response:
+        for message in _messages(task["payload"]):
             for call in message.get("tool_calls") or ():
                 if isinstance(call, Mapping):
                     call_id = call.get("id")

@@ -21,6 +21,7 @@ from .step_view import step_view
 from .target import Target
 
 SHOW_WIDTH = 100  # piped: prose reads better narrow
+CUT_CHARS = 2000  # a longer text is cut in the table view, unless --full
 STOPS = ("error", "interrupt")  # what can follow a step instead of the next one
 ROLE_STYLES = {"user": "green", "assistant": "cyan", "tool": "yellow", "system": "magenta"}
 
@@ -93,38 +94,46 @@ def show(
     checkpoint: Annotated[str | None, typer.Option(help="the checkpoint id, instead of a step")] = None,
     run: Annotated[str | None, typer.Option(help="the run, when several reached the step (a fork)")] = None,
     namespace: Annotated[str, typer.Option("--ns", help="a subgraph's namespace (default: the root graph)")] = "",
+    full: Annotated[bool, typer.Option("--full", help="long texts whole, and offloaded values fetched from the object store")] = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="table for a person; json for a program")] = Format.table,
 ) -> None:
     """One step for a person: the prompt the model saw, its response, each tool call with
-    its result, and the interrupt or error that followed."""
+    its result, and the interrupt or error that followed. Long texts are cut, and values in
+    the object store shown by size, unless --full."""
     target: Target = ctx.obj
     with target.saver() as saver:
         record = _find(saver, thread, namespace, step, checkpoint, run)
         actions = saver.list_actions(thread_id=thread, run_id=record.run_id) if record.run_id else saver.list_actions(thread_id=thread)
-        parent = None
+        parent = found = None
         if record.parent_checkpoint_id:
             config = {"configurable": {"thread_id": thread, "checkpoint_ns": namespace, "checkpoint_id": record.parent_checkpoint_id}}
             found = saver.get_tuple(config)  # type: ignore[arg-type]
             parent = found.checkpoint["channel_values"] if found is not None else None
-        view = step_view(record, actions, parent)
+        view = step_view(record, actions, parent, full_writes=found.pending_writes if full and found is not None else None)
     if fmt is Format.table:
-        _print_view(view, console_for(sys.stdout, piped_width=SHOW_WIDTH))
+        _print_view(view, console_for(sys.stdout, piped_width=SHOW_WIDTH), cut=None if full else CUT_CHARS)
     else:
         print(json.dumps(plain(view), ensure_ascii=False, indent=None if fmt is Format.jsonl else 2))
 
 
-def _message(console: Console, message: Any) -> None:
+def _cut(text: str, cut: int | None) -> str:
+    if cut is None or len(text) <= cut:
+        return text
+    return f"{text[:cut]}… ({len(text) - cut:,} more characters; --full shows all)"
+
+
+def _message(console: Console, message: Any, cut: int | None = None) -> None:
     role = str(message.get("role") or message.get("type") or "?")
     line = Text(f"{role:>9} ", style=f"bold {ROLE_STYLES.get(role, 'white')}")
     content = message.get("content")
-    line.append(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False))
+    line.append(_cut(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False), cut))
     for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
         line.append(f"\n          calls {function.get('name')}({function.get('arguments')})", style="dim")
     console.print(line)
 
 
-def _print_view(view: dict[str, Any], console: Console) -> None:
+def _print_view(view: dict[str, Any], console: Console, *, cut: int | None) -> None:
     head = Text(f"thread {view['thread_id']}", style="bold")
     head.append(f"  step {view['step']}  {when(view['created_at'])}  run {view['run_id'] or '-'}")
     if view["checkpoint_ns"]:
@@ -133,15 +142,15 @@ def _print_view(view: dict[str, Any], console: Console) -> None:
     console.print(Text(f"checkpoint {view['checkpoint_id']}", style="dim"))
     console.print(Rule("prompt", style="dim"))
     for message in view["prompt"] or [{"role": "-", "content": "(no messages before this step)"}]:
-        _message(console, message)
+        _message(console, message, cut)
     for task in view["response"]:
         console.print(Rule(f"{task['agent']} ({task['action_type']})", style="dim"))
         messages = (task["payload"] or {}).get("messages") if isinstance(task["payload"], dict) else None
         for message in messages or ():
-            _message(console, message)
+            _message(console, message, cut)
         rest = {k: v for k, v in (task["payload"] or {}).items() if k != "messages"} if isinstance(task["payload"], dict) else {}
         for key, value in rest.items():
-            console.print(Text(f"{key:>9} {json.dumps(value, ensure_ascii=False)}", style="dim"))
+            console.print(Text(f"{key:>9} {_cut(json.dumps(value, ensure_ascii=False), cut)}", style="dim"))
     if view["tool_calls"]:
         console.print(Rule("tool calls", style="dim"))
         for call in view["tool_calls"]:

@@ -331,3 +331,23 @@ def test_tail_prints_a_step_committed_while_it_runs(pg_dsn: str, schema_name: st
     later = [json.loads(line) for line in out.splitlines()]
     assert tail.returncode == 0, err
     assert [a["action_type"] for a in later] == ["human", "decision"] and later[1]["payload"]["state"] == {"status": "shipped"}
+
+
+def test_show_cuts_long_text_and_fetches_offloaded_values_with_full(pg_dsn: str, schema_name: str, tmp_path: Any) -> None:
+    from langchain_core.messages import AIMessage
+
+    store = (tmp_path / "objects").as_uri()
+    huge = "".join(f"{i:07d} " for i in range(200_000))  # 1.6 MB: offloaded to the object store
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, object_store=store) as saver:
+        saver.setup()
+        graph = agents.tool_agent(saver, [AIMessage(huge, id="ai-huge")])
+        graph.invoke({"messages": [("user", "x" * 3000)]}, {"configurable": {"thread_id": "big-1"}}, durability="sync")
+    args = ["--dsn", pg_dsn, "--schema", schema_name, "--object-store", store, "show", "big-1", "--step", "1"]
+    brief = json.loads(CliRunner().invoke(app, [*args, "-f", "json"]).stdout)
+    (task,) = brief["response"]
+    assert task["payload"]["state"]["messages"]["$lgpd"] == "offloaded" and task["payload"]["state"]["messages"]["size"] > 1 << 20
+    whole = json.loads(CliRunner().invoke(app, [*args, "--full", "-f", "json"]).stdout)
+    assert whole["response"][0]["payload"]["messages"][0]["content"] == huge
+    table = CliRunner().invoke(app, args)
+    assert table.exit_code == 0 and "more characters; --full shows all" in table.stdout
+    assert "more characters" not in CliRunner().invoke(app, [*args, "--full"]).stdout
