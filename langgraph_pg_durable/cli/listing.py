@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -77,6 +78,7 @@ def runs(
     ctx: typer.Context,
     thread: Annotated[str | None, typer.Argument(help="only this thread's runs")] = None,
     status: Annotated[Status | None, typer.Option(help="only runs with this status")] = None,
+    where: WhereOption = None,
     since: SinceOption = None,
     until: UntilOption = None,
     limit: LimitOption = None,
@@ -84,7 +86,17 @@ def runs(
 ) -> None:
     """Runs (one per invoke or stream call), newest first."""
     target: Target = ctx.obj
-    start, end = moment(since, "--since"), moment(until, "--until")
+    start, end, metadata = moment(since, "--since"), moment(until, "--until"), metadata_filter(where)
     with target.saver() as saver:
-        records = saver.list_runs(thread, status=status.value if status else None, since=start, until=end, limit=limit)
+        among = threads_matching(saver, metadata)
+        records: Any = saver.list_runs(
+            thread, status=status.value if status else None, since=start, until=end, limit=None if among else limit
+        )
+        if among is not None:
+            records = itertools.islice((r for r in records if r.thread_id in among), limit)
         emit((dataclasses.asdict(r) for r in records), fmt, RUN_COLUMNS, empty="no runs")
+
+
+def threads_matching(saver: Any, metadata: dict[str, Any] | None) -> set[str] | None:
+    """The threads with a checkpoint whose metadata contains `metadata` (None: no filter)."""
+    return None if metadata is None else {t.thread_id for t in saver.list_threads(metadata=metadata)}

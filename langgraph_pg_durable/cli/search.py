@@ -21,8 +21,8 @@ import typer
 from ..core.logs import ActionRecord
 from ..errors import ConfigError, shown
 from .app import app, failing_cleanly
-from .filters import moment
-from .listing import FormatOption, LimitOption, SinceOption, UntilOption
+from .filters import metadata_filter, moment
+from .listing import FormatOption, LimitOption, SinceOption, UntilOption, WhereOption, threads_matching
 from .render import Column, Format, emit, when
 from .target import Target
 
@@ -106,6 +106,7 @@ def grep(
     ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i", help="any case")] = False,
     thread: Annotated[str | None, typer.Option(help="only this thread")] = None,
     agent: Annotated[str | None, typer.Option(help="only this agent (node)")] = None,
+    where: WhereOption = None,
     since: SinceOption = None,
     until: UntilOption = None,
     limit: LimitOption = None,
@@ -117,9 +118,15 @@ def grep(
     start, end = moment(since, "--since"), moment(until, "--until")
     # The database narrows the rows when the text reads the same in the payload's JSON.
     prefilter = pattern if not regex and not any(c in pattern for c in '"\\') and pattern.isprintable() else None
+    metadata = metadata_filter(where)
     target: Target = ctx.obj
     with target.saver() as saver:
-        actions = saver.list_actions(thread_id=thread, agent=agent, since=start, until=end, contains=prefilter)
+        among = threads_matching(saver, metadata)
+        actions = (
+            a
+            for a in saver.list_actions(thread_id=thread, agent=agent, since=start, until=end, contains=prefilter)
+            if among is None or a.thread_id in among
+        )
 
         def hits() -> Iterator[dict[str, Any]]:
             found = 0
@@ -153,12 +160,14 @@ def tail(
     ctx: typer.Context,
     thread: Annotated[str | None, typer.Option(help="only this thread")] = None,
     agent: Annotated[str | None, typer.Option(help="only this agent (node)")] = None,
+    where: WhereOption = None,
     since: Annotated[str | None, typer.Option(help="start from this time or age (default: now)")] = None,
     count: Annotated[int | None, typer.Option("--count", min=1, help="stop after this many actions")] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="table for a person; jsonl for a program")] = Format.table,
 ) -> None:
     """Follow the action log: print each action as it commits (Ctrl-C stops)."""
     started = moment(since, "--since") if since else None
+    metadata = metadata_filter(where)
     target: Target = ctx.obj
     seen: set[tuple[Any, ...]] = set()
     printed = 0
@@ -167,7 +176,12 @@ def tail(
             started = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=CLOCK_MARGIN_SECONDS)
         try:
             while count is None or printed < count:
-                fresh = [a for a in saver.list_actions(thread_id=thread, agent=agent, since=started) if _identity(a) not in seen]
+                among = threads_matching(saver, metadata)  # again each time: new threads may match
+                fresh = [
+                    a
+                    for a in saver.list_actions(thread_id=thread, agent=agent, since=started)
+                    if _identity(a) not in seen and (among is None or a.thread_id in among)
+                ]
                 for action in fresh:
                     seen.add(_identity(action))
                     record = {

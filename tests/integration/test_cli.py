@@ -100,6 +100,8 @@ def test_runs_newest_first_with_their_agents(pg_dsn: str, schema: str, sample: d
     assert runs[1]["agents"] == ["__start__", "agent", "tools"] and runs[1]["steps"] == 5
     failed = as_json(lgpd(pg_dsn, schema, "runs", "--status", "error", "-f", "json"))
     assert [r["thread_id"] for r in failed] == ["flaky-1"]
+    anas = as_json(lgpd(pg_dsn, schema, "runs", "--where", "meta.user=ana", "--limit", "1", "-f", "json"))
+    assert [r["thread_id"] for r in anas] == ["calc-1"]
 
 
 @pytest.mark.parametrize(
@@ -300,6 +302,7 @@ def test_grep_finds_text_where_a_person_would_look(pg_dsn: str, schema: str, sam
     assert lgpd(pg_dsn, schema, "grep", "WEATHER").exit_code == 1  # case matters
     assert lgpd(pg_dsn, schema, "grep", "-i", "WEATHER").exit_code == 0
     assert lgpd(pg_dsn, schema, "grep", "role").exit_code == 1  # JSON keys are not searched
+    assert lgpd(pg_dsn, schema, "grep", "weather", "--where", "meta.user=ana").exit_code == 1  # flaky-1 has no user
     bad = lgpd(pg_dsn, schema, "grep", "--regex", "(")
     assert bad.exit_code == 2 and "not a regular expression" in bad.output
 
