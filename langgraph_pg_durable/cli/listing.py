@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from enum import Enum
 from typing import Annotated, Any
@@ -11,7 +10,7 @@ import typer
 
 from .app import app, failing_cleanly
 from .filters import metadata_filter, moment
-from .render import Column, Format, emit, when
+from .render import Column, Format, emit, fields_of, when
 from .target import Target
 
 FormatOption = Annotated[Format, typer.Option("--format", "-f", help="table for a person; json or jsonl for a program")]
@@ -69,7 +68,7 @@ def threads(
         records = saver.list_threads(
             status=status.value if status else None, run_id=run, metadata=metadata, since=start, until=end, limit=limit
         )
-        emit((dataclasses.asdict(r) for r in records), fmt, THREAD_COLUMNS, empty="no threads")
+        emit((fields_of(r) for r in records), fmt, THREAD_COLUMNS, empty="no threads")
 
 
 @app.command()
@@ -94,7 +93,7 @@ def runs(
         )
         if among is not None:
             records = itertools.islice((r for r in records if r.thread_id in among), limit)
-        emit((dataclasses.asdict(r) for r in records), fmt, RUN_COLUMNS, empty="no runs")
+        emit((fields_of(r) for r in records), fmt, RUN_COLUMNS, empty="no runs")
 
 
 def threads_matching(saver: Any, metadata: dict[str, Any] | None) -> set[str] | None:

@@ -7,6 +7,7 @@ never change meaning; times are ISO 8601 with their UTC offset.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import sys
@@ -42,10 +43,18 @@ class Column:
     wrap: bool = False  # ids and times never wrap (they are copied); lists of names may
 
 
+def fields_of(record: Any) -> dict[str, Any]:
+    """A record's fields as a dict, not copied (dataclasses.asdict deep-copies every value:
+    two thirds of listing 10,000 threads)."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+
+
 def plain(value: Any) -> Any:
-    """A JSON-ready copy of a record field: datetimes as ISO 8601, tuples as lists."""
+    """A JSON-ready copy of a record field: datetimes as ISO 8601, tuples as lists, records as dicts."""
     if isinstance(value, datetime.datetime):
         return value.isoformat()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return plain(fields_of(value))
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

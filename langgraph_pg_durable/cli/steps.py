@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from typing import Annotated, Any
@@ -16,7 +15,7 @@ from ..core.steps import StepRecord
 from ..errors import shown
 from .app import app, failing_cleanly
 from .listing import FormatOption, LimitOption
-from .render import Column, Format, console_for, emit, plain, when
+from .render import Column, Format, console_for, emit, fields_of, plain, when
 from .step_view import step_view
 from .target import Target
 
@@ -27,7 +26,7 @@ ROLE_STYLES = {"user": "green", "assistant": "cyan", "tool": "yellow", "system":
 
 
 def _tasks(tasks: Any) -> str:
-    return ", ".join(f"{t['agent']} ({t['action_type']})" for t in tasks or ())
+    return ", ".join(f"{t.agent} ({t.action_type})" for t in tasks or ())
 
 
 def _namespace(ns: str) -> str:
@@ -42,7 +41,7 @@ HISTORY_COLUMNS = [
     Column("source", "source"),
     Column("created", "created_at", when),
     Column("writes", "pending_writes"),
-    Column("then", "ran_from", lambda ts: ", ".join(f"{t['agent']} {t['action_type']}" for t in ts or () if t["action_type"] in STOPS)),
+    Column("then", "ran_from", lambda ts: ", ".join(f"{t.agent} {t.action_type}" for t in ts or () if t.action_type in STOPS)),
     Column("run", "run_id", lambda r: r or "-"),
     Column("checkpoint", "checkpoint_id"),
 ]
@@ -63,7 +62,7 @@ def history(
     target: Target = ctx.obj
     with target.saver() as saver:
         records = saver.list_steps(thread, checkpoint_ns=namespace, before=before, limit=limit)
-        emit((dataclasses.asdict(r) for r in records), fmt, HISTORY_COLUMNS, empty=f"thread {shown(thread)} has no checkpoints")
+        emit((fields_of(r) for r in records), fmt, HISTORY_COLUMNS, empty=f"thread {shown(thread)} has no checkpoints")
 
 
 def _find(saver: Any, thread: str, namespace: str, step: int | None, checkpoint: str | None, run: str | None) -> StepRecord:
