@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from typing import Annotated, Any
@@ -14,7 +15,8 @@ from rich.text import Text
 from ..core.steps import StepRecord
 from ..errors import shown
 from .app import app, failing_cleanly
-from .listing import FormatOption, LimitOption
+from .filters import moment
+from .listing import FormatOption, LimitOption, SinceOption, UntilOption
 from .render import Column, Format, console_for, emit, fields_of, plain, when
 from .step_view import step_view
 from .target import Target
@@ -54,14 +56,21 @@ def history(
     thread: Annotated[str, typer.Argument(help="the thread id")],
     namespace: Annotated[str | None, typer.Option("--ns", help="one namespace only ('' for the root graph)")] = None,
     before: Annotated[str | None, typer.Option(help="only checkpoints before this checkpoint id (the next page)")] = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     limit: LimitOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """A thread's checkpoints, newest first: step, the tasks that made it, its run, its
     pending writes, an error or interrupt that followed. No value is read."""
+    start, end = moment(since, "--since"), moment(until, "--until")
     target: Target = ctx.obj
     with target.saver() as saver:
-        records = saver.list_steps(thread, checkpoint_ns=namespace, before=before, limit=limit)
+        records: Any = saver.list_steps(thread, checkpoint_ns=namespace, before=before, limit=None if end else limit)
+        if start is not None or end is not None:
+            # Filtered, not cut off: an imported or copied thread's times need not follow its ids.
+            kept = (r for r in records if (end is None or r.created_at < end) and (start is None or r.created_at >= start))
+            records = itertools.islice(kept, limit)
         emit((fields_of(r) for r in records), fmt, HISTORY_COLUMNS, empty=f"thread {shown(thread)} has no checkpoints")
 
 

@@ -170,6 +170,8 @@ def test_history_names_what_made_each_step(pg_dsn: str, schema: str, sample: dic
     page = as_json(lgpd(pg_dsn, schema, "history", "calc-1", "--limit", "3", "-f", "json"))
     rest = as_json(lgpd(pg_dsn, schema, "history", "calc-1", "--before", page[-1]["checkpoint_id"], "-f", "json"))
     assert [r["checkpoint_id"] for r in page + rest] == [r["checkpoint_id"] for r in rows]
+    assert as_json(lgpd(pg_dsn, schema, "history", "calc-1", "--since", "1h", "--limit", "2", "-f", "json")) == rows[:2]
+    assert as_json(lgpd(pg_dsn, schema, "history", "calc-1", "--until", "1h", "-f", "json")) == []
     failed = as_json(lgpd(pg_dsn, schema, "history", "flaky-1", "-f", "json"))
     (error,) = [t for r in failed for t in r["ran_from"] if t["action_type"] == "error"]
     assert error["agent"] == "tools" and error["detail"]["error"]["type"] == "ValueError"
