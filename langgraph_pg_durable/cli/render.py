@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TextIO
 
+import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -60,6 +61,15 @@ def plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     return value
+
+
+def to_json(record: Any) -> str:
+    """One record as JSON text: orjson (records, datetimes and tuples as `plain` makes them,
+    at a tenth of the cost), json for what orjson refuses (an integer past 64 bits)."""
+    try:
+        return orjson.dumps(record).decode()
+    except TypeError:
+        return json.dumps(plain(record), ensure_ascii=False, separators=(",", ":"))
 
 
 def when(value: Any) -> str:
@@ -106,13 +116,13 @@ def emit(
     count = 0
     if fmt is Format.jsonl:
         for record in records:
-            out.write(json.dumps(plain(record), ensure_ascii=False) + "\n")
+            out.write(to_json(record) + "\n")
             count += 1
         return count
     if fmt is Format.json:
         out.write("[")
         for record in records:
-            out.write(("," if count else "") + "\n  " + json.dumps(plain(record), ensure_ascii=False))
+            out.write(("," if count else "") + "\n  " + to_json(record))
             count += 1
         out.write("\n]\n" if count else "]\n")
         return count
