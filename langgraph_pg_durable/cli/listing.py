@@ -45,7 +45,7 @@ RUN_COLUMNS = [
     Column("ended", "ended_at", when),
     Column("steps", "steps"),
     Column("status", "status"),
-    Column("agents", "agents", lambda agents: ", ".join(agents or ()), wrap=True),
+    Column("agents", "agents", lambda agents: ", ".join(agents or ())),
 ]
 
 

@@ -93,7 +93,7 @@ HIT_COLUMNS = [
     Column("agent", "agent"),
     Column("type", "action_type"),
     Column("field", "field"),
-    Column("text", "text", wrap=True),
+    Column("text", "text"),
 ]
 
 

@@ -39,7 +39,7 @@ def _namespace(ns: str) -> str:
 HISTORY_COLUMNS = [
     Column("step", "step"),
     Column("namespace", "checkpoint_ns", _namespace),
-    Column("made by", "made_by", _tasks, wrap=True),
+    Column("made by", "made_by", _tasks),
     Column("source", "source"),
     Column("created", "created_at", when),
     Column("writes", "pending_writes"),
