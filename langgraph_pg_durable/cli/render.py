@@ -132,6 +132,13 @@ def emit(
         # Table measured every cell again and took ten seconds for 10,000 rows.
         widths = [max(len(column.header), *(len(row[i]) for row in rows)) for i, column in enumerate(columns)]
         last = len(columns) - 1
+        if not console.is_terminal:  # no styles to show: plain lines, written at once
+            lines = [[c.header for c in columns], *rows]
+            console.file.write(
+                "".join("".join(cell.ljust(widths[i] + 2) if i < last else cell for i, cell in enumerate(line)) + "\n" for line in lines)
+            )
+            rows.clear()
+            return
         header = Text()
         for i, column in enumerate(columns):
             header.append(column.header if i == last else column.header.ljust(widths[i] + 2), style="bold")
