@@ -6,7 +6,8 @@ help says it writes. `main()` is the console script and `python -m langgraph_pg_
 
 from __future__ import annotations
 
-from . import compare, export, forks, listing, maintain, search, steps  # noqa: F401 - each registers its commands on `app`
+# Each registers its commands on `app`, in the order `lgpd --help` lists them.
+from . import listing, steps, compare, search, export, forks, maintain  # noqa: F401, I001
 from .app import app, main
 
 __all__ = ["app", "main"]
