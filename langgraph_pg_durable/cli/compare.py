@@ -14,32 +14,16 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from ..errors import shown
 from .app import app, failing_cleanly
 from .render import Format, console_for
-from .state_diff import StateDiff, diff_states
+from .reading import read_diff
+from .state_diff import StateDiff
 from .target import Target
 
 
 def _side(text: str) -> tuple[str, str | None]:
     thread, sep, checkpoint = text.rpartition("@")
     return (thread, checkpoint) if sep and thread else (text, None)
-
-
-def _checkpoint_at(saver: Any, thread: str, ns: str, step: int | None) -> tuple[str, str | None]:
-    """(checkpoint id, parent id) of the thread's checkpoint at `step` (None: the newest)."""
-    for record in saver.list_steps(thread, checkpoint_ns=ns):
-        if step is None or record.step == step:
-            return record.checkpoint_id, record.parent_checkpoint_id
-    where = f"step {step}" if step is not None else "checkpoints"
-    raise LookupError(f"thread {shown(thread)} has no {where}" + (f" in namespace {shown(ns)}" if ns else ""))
-
-
-def _values(saver: Any, thread: str, ns: str, checkpoint_id: str) -> dict[str, Any]:
-    found = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}})
-    if found is None:
-        raise LookupError(f"thread {shown(thread)} has no checkpoint {shown(checkpoint_id)}")
-    return dict(found.checkpoint["channel_values"])
 
 
 @app.command()
@@ -59,17 +43,9 @@ def diff(
     thread_a, checkpoint_a = _side(first)
     thread_b, checkpoint_b = _side(second) if second is not None else (thread_a, None)
     with target.saver() as saver:
-        parent_b = None
-        if checkpoint_b is None:
-            checkpoint_b, parent_b = _checkpoint_at(saver, thread_b, namespace, to_step)
-        if checkpoint_a is None:
-            if from_step is not None:
-                checkpoint_a, _ = _checkpoint_at(saver, thread_a, namespace, from_step)
-            elif thread_a == thread_b and parent_b is not None:
-                checkpoint_a = parent_b
-            else:
-                checkpoint_a, _ = _checkpoint_at(saver, thread_a, namespace, None)
-        found = diff_states(_values(saver, thread_a, namespace, checkpoint_a), _values(saver, thread_b, namespace, checkpoint_b))
+        checkpoint_a, checkpoint_b, found = read_diff(
+            saver, thread_a, checkpoint_a, thread_b, checkpoint_b, namespace=namespace, from_step=from_step, to_step=to_step
+        )
     if fmt is Format.json:
         print(json.dumps(found.patch, ensure_ascii=False, indent=2))
     elif fmt is Format.jsonl:

@@ -19,7 +19,7 @@ import typer
 from ..errors import ConfigError, shown
 from ..importer import put_history, writer_for
 from .app import app, failing_cleanly
-from .steps import _find
+from .reading import find_step
 from .target import Target
 
 
@@ -28,7 +28,7 @@ def fork_thread(saver: Any, thread: str, new_thread: str, *, step: int | None, c
     `new_thread`, which must have no checkpoint yet; returns the config that resumes it."""
     if next(iter(saver.list_steps(new_thread, limit=1)), None) is not None:
         raise ConfigError(f"thread {shown(new_thread)} already has checkpoints; fork into a new thread")
-    chosen = _find(saver, thread, "", step, checkpoint, None)
+    chosen = find_step(saver, thread, "", step, checkpoint, None)
     history = [
         t for t in saver.list({"configurable": {"thread_id": thread}}) if t.config["configurable"]["checkpoint_id"] <= chosen.checkpoint_id
     ]

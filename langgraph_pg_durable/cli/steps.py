@@ -12,13 +12,12 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.text import Text
 
-from ..core.steps import StepRecord
 from ..errors import shown
 from .app import app, failing_cleanly
 from .filters import moment
 from .listing import FormatOption, LimitOption, SinceOption, UntilOption
 from .render import Column, Format, console_for, emit, fields_of, plain, when
-from .step_view import step_view
+from .reading import find_step, read_step_view
 from .target import Target
 
 SHOW_WIDTH = 100  # piped: prose reads better narrow
@@ -74,25 +73,6 @@ def history(
         emit((fields_of(r) for r in records), fmt, HISTORY_COLUMNS, empty=f"thread {shown(thread)} has no checkpoints")
 
 
-def _find(saver: Any, thread: str, namespace: str, step: int | None, checkpoint: str | None, run: str | None) -> StepRecord:
-    for record in saver.list_steps(thread, checkpoint_ns=namespace):
-        if checkpoint is not None and record.checkpoint_id != checkpoint:
-            continue
-        if step is not None and record.step != step:
-            continue
-        if run is not None and record.run_id != run:
-            continue
-        return record  # type: ignore[no-any-return]
-    wanted = [
-        f"step {step}" if step is not None else "",
-        f"checkpoint {shown(checkpoint)}" if checkpoint else "",
-        f"run {shown(run)}" if run else "",
-    ]
-    what = ", ".join(w for w in wanted if w) or "checkpoints"
-    place = f"namespace {shown(namespace)}" if namespace else "the root graph"
-    raise LookupError(f"thread {shown(thread)} has no {what} in {place}")
-
-
 @app.command()
 @failing_cleanly
 def show(
@@ -110,14 +90,7 @@ def show(
     the object store shown by size, unless --full."""
     target: Target = ctx.obj
     with target.saver() as saver:
-        record = _find(saver, thread, namespace, step, checkpoint, run)
-        actions = saver.list_actions(thread_id=thread, run_id=record.run_id) if record.run_id else saver.list_actions(thread_id=thread)
-        parent = found = None
-        if record.parent_checkpoint_id:
-            config = {"configurable": {"thread_id": thread, "checkpoint_ns": namespace, "checkpoint_id": record.parent_checkpoint_id}}
-            found = saver.get_tuple(config)  # type: ignore[arg-type]
-            parent = found.checkpoint["channel_values"] if found is not None else None
-        view = step_view(record, actions, parent, full_writes=found.pending_writes if full and found is not None else None)
+        view = read_step_view(saver, find_step(saver, thread, namespace, step, checkpoint, run), full=full)
     if fmt is Format.table:
         _print_view(view, console_for(sys.stdout, piped_width=SHOW_WIDTH), cut=None if full else CUT_CHARS)
     else:

@@ -1,0 +1,81 @@
+"""The reads behind `show` and `diff`, shared by the command line and the replay page: a
+step found by number, checkpoint or run; its view; two checkpoints' differences.
+
+Each drives the saver's API only; what is not there raises LookupError naming it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.steps import StepRecord
+from ..errors import shown
+from .state_diff import StateDiff, diff_states
+from .step_view import step_view
+
+
+def find_step(saver: Any, thread: str, namespace: str, step: int | None, checkpoint: str | None, run: str | None) -> StepRecord:
+    """The newest checkpoint of the namespace matching what is given (nothing: the newest)."""
+    for record in saver.list_steps(thread, checkpoint_ns=namespace):
+        if checkpoint is not None and record.checkpoint_id != checkpoint:
+            continue
+        if step is not None and record.step != step:
+            continue
+        if run is not None and record.run_id != run:
+            continue
+        return record  # type: ignore[no-any-return]
+    wanted = [
+        f"step {step}" if step is not None else "",
+        f"checkpoint {shown(checkpoint)}" if checkpoint else "",
+        f"run {shown(run)}" if run else "",
+    ]
+    what = ", ".join(w for w in wanted if w) or "checkpoints"
+    place = f"namespace {shown(namespace)}" if namespace else "the root graph"
+    raise LookupError(f"thread {shown(thread)} has no {what} in {place}")
+
+
+def read_step_view(saver: Any, record: StepRecord, *, full: bool = False) -> dict[str, Any]:
+    """`step_view` of a step: its run's actions, and its parent's state (and writes, with `full`)."""
+    thread, namespace = record.thread_id, record.checkpoint_ns
+    actions = saver.list_actions(thread_id=thread, run_id=record.run_id) if record.run_id else saver.list_actions(thread_id=thread)
+    parent = found = None
+    if record.parent_checkpoint_id:
+        config = {"configurable": {"thread_id": thread, "checkpoint_ns": namespace, "checkpoint_id": record.parent_checkpoint_id}}
+        found = saver.get_tuple(config)
+        parent = found.checkpoint["channel_values"] if found is not None else None
+    return step_view(record, actions, parent, full_writes=found.pending_writes if full and found is not None else None)
+
+
+def state_of(saver: Any, thread: str, namespace: str, checkpoint_id: str) -> dict[str, Any]:
+    found = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": namespace, "checkpoint_id": checkpoint_id}})
+    if found is None:
+        raise LookupError(f"thread {shown(thread)} has no checkpoint {shown(checkpoint_id)}")
+    return dict(found.checkpoint["channel_values"])
+
+
+def read_diff(
+    saver: Any,
+    thread_a: str,
+    checkpoint_a: str | None,
+    thread_b: str,
+    checkpoint_b: str | None,
+    *,
+    namespace: str = "",
+    from_step: int | None = None,
+    to_step: int | None = None,
+) -> tuple[str, str, StateDiff]:
+    """(A's checkpoint, B's checkpoint, their diff). B defaults to the step `to_step` (else
+    the newest); A to the step `from_step`, else B's parent in the same thread, else A's newest."""
+    parent_b = None
+    if checkpoint_b is None:
+        record = find_step(saver, thread_b, namespace, to_step, None, None)
+        checkpoint_b, parent_b = record.checkpoint_id, record.parent_checkpoint_id
+    if checkpoint_a is None:
+        if from_step is not None:
+            checkpoint_a = find_step(saver, thread_a, namespace, from_step, None, None).checkpoint_id
+        elif thread_a == thread_b and parent_b is not None:
+            checkpoint_a = parent_b
+        else:
+            checkpoint_a = find_step(saver, thread_a, namespace, None, None, None).checkpoint_id
+    found = diff_states(state_of(saver, thread_a, namespace, checkpoint_a), state_of(saver, thread_b, namespace, checkpoint_b))
+    return checkpoint_a, checkpoint_b, found
