@@ -437,11 +437,13 @@ class AsyncDurablePostgresSaver(SaverCore):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
+        after: str | None = None,
     ) -> AsyncIterator[ThreadRecord]:
         """Threads in thread_id order, each summarised from its checkpoint rows and its last
         run (no value is read): whose last run has `status`, that ran `run_id`, with a
-        checkpoint whose metadata contains `metadata`, last active in [since, until)."""
-        scan = ThreadScan(status=status, run_id=run_id, metadata=metadata, since=since, until=until, limit=limit)
+        checkpoint whose metadata contains `metadata`, last active in [since, until); from the
+        thread after `after` (a page's last, for the next page)."""
+        scan = ThreadScan(status=status, run_id=run_id, metadata=metadata, since=since, until=until, limit=limit, after=after)
         while not scan.done:
             for record in await self._execute(self._threads_page_query(scan)):
                 yield record
@@ -644,9 +646,10 @@ class AsyncDurablePostgresSaver(SaverCore):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
+        after: str | None = None,
     ) -> Iterator[ThreadRecord]:
         """`alist_threads`, from a thread other than the saver's event loop (pages are still streamed)."""
-        scan = ThreadScan(status=status, run_id=run_id, metadata=metadata, since=since, until=until, limit=limit)
+        scan = ThreadScan(status=status, run_id=run_id, metadata=metadata, since=since, until=until, limit=limit, after=after)
         while not scan.done:
             yield from self._on_loop(self._execute(self._threads_page_query(scan)))
 

@@ -405,11 +405,13 @@ class DurablePostgresSaver(SaverCore):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
+        after: str | None = None,
     ) -> Iterator[ThreadRecord]:
         """Threads in thread_id order, each summarised from its checkpoint rows and its last
         run (no value is read): whose last run has `status`, that ran `run_id`, with a
-        checkpoint whose metadata contains `metadata`, last active in [since, until)."""
-        scan = ThreadScan(status=status, run_id=run_id, metadata=metadata, since=since, until=until, limit=limit)
+        checkpoint whose metadata contains `metadata`, last active in [since, until); from the
+        thread after `after` (a page's last, for the next page)."""
+        scan = ThreadScan(status=status, run_id=run_id, metadata=metadata, since=since, until=until, limit=limit, after=after)
         while not scan.done:
             for record in self._execute(self._threads_page_query(scan)):
                 yield record

@@ -56,6 +56,7 @@ class ThreadScan(Pager):
         since: Any = None,
         until: Any = None,
         limit: Any = None,
+        after: Any = None,
     ) -> None:
         self.status = one_of(status, RUN_STATUSES, "list_threads() status")
         filters = {
@@ -65,7 +66,7 @@ class ThreadScan(Pager):
             "until": moment(until, "list_threads() until"),
         }
         super().__init__(page_limit(limit, "list_threads()"), filters)
-        self.after = ""
+        self.after = id_text(after, "after") if after is not None else ""  # the thread to go on after
 
     def rows_where(self, q: str) -> str:
         """The WHERE clause on the checkpoint rows of the next page (`q`: the quoted schema)."""

@@ -1,0 +1,169 @@
+"""The JSON endpoints of the replay page (README, "Replay page"), read-only.
+
+    GET /api/threads                          ?status ?run ?meta.KEY=VALUE ?since ?until ?limit ?after
+    GET /api/threads/{thread_id}/runs
+    GET /api/threads/{thread_id}/steps        ?ns ?before ?limit
+    GET /api/threads/{thread_id}/steps/{step} ?ns ?run ?checkpoint ?full
+    GET /api/threads/{thread_id}/diff         ?from ?to ?ns ?against (THREAD@CHECKPOINT)
+
+Ids in a URL reach the database as bound parameters only. A token, when configured, is
+required of every request: `Authorization: Bearer TOKEN`, or `?token=` once (it is then
+kept in a cookie, so a pasted deep link works in a browser).
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..cli.filters import WHERE_PREFIX, metadata_filter, moment
+from ..cli.reading import find_step, read_diff, read_step_view
+from ..cli.render import fields_of, to_json
+from ..errors import ConfigError, DurableCheckpointError
+
+MAX_LIMIT = 1000
+DEFAULT_LIMIT = 100
+TOKEN_COOKIE = "lgpd_token"
+
+
+def _json(document: Any, status: int = 200) -> Response:
+    return Response(to_json(document), status_code=status, media_type="application/json")
+
+
+def _int(request: Request, name: str, default: int | None = None, *, maximum: int | None = None) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"?{name}={raw!r} is not a whole number") from None
+    if maximum is not None and value < 0:
+        raise ConfigError(f"?{name} must be >= 0, got {value}")
+    return min(value, maximum) if maximum is not None else value
+
+
+def _step(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"step {text!r} is not a whole number") from None
+
+
+def create_app(open_saver: Callable[[], AbstractContextManager[Any]], *, token: str | None = None) -> Starlette:
+    """The app, on the saver `open_saver()` opens for its lifetime (a `Target.saver`)."""
+    state: dict[str, Any] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        with open_saver() as saver:
+            state["saver"] = saver
+            yield
+
+    def saver() -> Any:
+        return state["saver"]
+
+    def threads(request: Request) -> Response:
+        query = request.query_params
+        meta = [f"{k}={v}" for k, v in query.multi_items() if k.startswith(WHERE_PREFIX)]
+        limit = _int(request, "limit", DEFAULT_LIMIT, maximum=MAX_LIMIT)
+        records = list(
+            saver().list_threads(
+                status=query.get("status") or None,
+                run_id=query.get("run") or None,
+                metadata=metadata_filter(meta),
+                since=moment(query.get("since"), "?since"),
+                until=moment(query.get("until"), "?until"),
+                limit=limit,
+                after=query.get("after") or None,
+            )
+        )
+        following = records[-1].thread_id if limit and len(records) == limit else None
+        return _json({"threads": [fields_of(r) for r in records], "next_after": following})
+
+    def runs(request: Request) -> Response:
+        thread = request.path_params["thread_id"]
+        return _json({"thread_id": thread, "runs": [fields_of(r) for r in saver().list_runs(thread)]})
+
+    def steps(request: Request) -> Response:
+        thread = request.path_params["thread_id"]
+        limit = _int(request, "limit", DEFAULT_LIMIT, maximum=MAX_LIMIT)
+        records = list(
+            saver().list_steps(thread, checkpoint_ns=request.query_params.get("ns"), before=request.query_params.get("before"), limit=limit)
+        )
+        if not records and not request.query_params.get("before"):
+            raise LookupError(f"thread {thread!r} has no checkpoints")
+        following = records[-1].checkpoint_id if limit and len(records) == limit else None
+        return _json({"thread_id": thread, "steps": [fields_of(r) for r in records], "next_before": following})
+
+    def step(request: Request) -> Response:
+        thread, number = request.path_params["thread_id"], _step(request.path_params["step"])
+        query = request.query_params
+        record = find_step(saver(), thread, query.get("ns", ""), number, query.get("checkpoint") or None, query.get("run") or None)
+        return _json(read_step_view(saver(), record, full=query.get("full") in ("1", "true", "yes")))
+
+    def diff(request: Request) -> Response:
+        thread = request.path_params["thread_id"]
+        query = request.query_params
+        against = query.get("against")
+        other_thread, _, other_checkpoint = (against or "").rpartition("@") if against else ("", "", "")
+        a, b, found = read_diff(
+            saver(),
+            thread,
+            None,
+            other_thread or thread,
+            other_checkpoint or None,
+            namespace=query.get("ns", ""),
+            from_step=_int(request, "from"),
+            to_step=_int(request, "to"),
+        )
+        return _json(
+            {
+                "a": {"thread_id": thread, "checkpoint_id": a},
+                "b": {"thread_id": other_thread or thread, "checkpoint_id": b},
+                "differ": bool(found),
+                "messages": {
+                    ch: {"added": c.added, "removed": c.removed, "edited": [list(p) for p in c.edited]} for ch, c in found.messages.items()
+                },
+                "changes": found.changes,
+                "patch": found.patch,
+            }
+        )
+
+    def guarded(endpoint: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        def run(request: Request) -> Response:
+            given = request.query_params.get("token") or request.cookies.get(TOKEN_COOKIE)
+            header = request.headers.get("authorization", "")
+            if header.lower().startswith("bearer "):
+                given = header[7:]
+            if token is not None and not (given and hmac.compare_digest(given.encode(), token.encode())):
+                return JSONResponse({"error": "a token is required: Authorization: Bearer TOKEN, or ?token="}, status_code=401)
+            try:
+                response = endpoint(request)
+            except LookupError as exc:
+                response = _json({"error": str(exc).strip("'")}, 404)
+            except ConfigError as exc:
+                response = _json({"error": str(exc)}, 400)
+            except DurableCheckpointError as exc:
+                response = _json({"error": f"{type(exc).__name__}: {exc}"}, 500)
+            if token is not None and request.query_params.get("token"):
+                response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+            return response
+
+        return run
+
+    routes = [
+        Route("/api/threads", guarded(threads)),
+        Route("/api/threads/{thread_id:path}/runs", guarded(runs)),
+        Route("/api/threads/{thread_id:path}/steps/{step}", guarded(step)),
+        Route("/api/threads/{thread_id:path}/steps", guarded(steps)),
+        Route("/api/threads/{thread_id:path}/diff", guarded(diff)),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
