@@ -29,7 +29,9 @@ def schema(pg_dsn: str) -> Iterator[str]:
         saver.setup()
         agents.sample_threads(saver)
         for i in range(5):
-            agents.approval(saver).invoke({"item": "<script>alert(1)</script>"}, {"configurable": {"thread_id": f"w-{i}"}}, durability="sync")
+            agents.approval(saver).invoke(
+                {"item": "<script>alert(1)</script>"}, {"configurable": {"thread_id": f"w-{i}"}}, durability="sync"
+            )
     yield name
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
@@ -55,7 +57,16 @@ def test_threads_page_by_page(client: TestClient) -> None:
     assert [t["thread_id"] for t in rest["threads"]] == ["team-1", "w-0", "w-1", "w-2", "w-3", "w-4"] and rest["next_after"] is None
     assert ok(client, "/api/threads?status=error")["threads"][0]["thread_id"] == "flaky-1"
     assert [t["thread_id"] for t in ok(client, "/api/threads?meta.user=ana")["threads"]] == ["calc-1"]
-    assert set(first["threads"][0]) == {"thread_id", "checkpoints", "last_step", "last_checkpoint_id", "last_run_id", "status", "last_activity", "metadata"}
+    assert set(first["threads"][0]) == {
+        "thread_id",
+        "checkpoints",
+        "last_step",
+        "last_checkpoint_id",
+        "last_run_id",
+        "status",
+        "last_activity",
+        "metadata",
+    }
 
 
 def test_a_thread_its_runs_and_steps(client: TestClient) -> None:
@@ -65,7 +76,12 @@ def test_a_thread_its_runs_and_steps(client: TestClient) -> None:
     assert [s["step"] for s in steps["steps"]] == [6, 5, 4] and steps["next_before"] == steps["steps"][-1]["checkpoint_id"]
     more = ok(client, f"/api/threads/calc-1/steps?before={steps['next_before']}")
     assert [s["step"] for s in more["steps"]] == [3, 2, 1, 0, -1] and more["next_before"] is None
-    assert more["steps"][2]["made_by"][0] == {"task_id": more["steps"][2]["made_by"][0]["task_id"], "agent": "agent", "action_type": "tool_call", "detail": None}
+    assert more["steps"][2]["made_by"][0] == {
+        "task_id": more["steps"][2]["made_by"][0]["task_id"],
+        "agent": "agent",
+        "action_type": "tool_call",
+        "detail": None,
+    }
 
 
 def test_a_step_pairs_its_tool_call_and_the_diff_marks_changes(client: TestClient) -> None:
