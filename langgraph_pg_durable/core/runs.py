@@ -22,6 +22,7 @@ _RUNTIME_KEY = "__pregel_runtime"  # langgraph._internal._constants.CONFIG_KEY_R
 _TASKS = "__pregel_tasks"  # the channel of pending Sends
 _START = "__start__"
 _INTERRUPT = "__interrupt__"
+_JOIN = "join:"
 _BRANCH = "branch:to:"
 
 
@@ -64,7 +65,7 @@ def has_next_tasks(checkpoint: Mapping[str, Any]) -> bool:
 
     A node's triggers are the channels in its `versions_seen` entry once it has run; a
     node that never ran is known by the edge channel LangGraph names after it
-    (`branch:to:NODE`), and the input node by `__start__`.
+    (`branch:to:NODE`, or the join `join:A+B:NODE`), and the input node by `__start__`.
     """
     values = checkpoint.get("channel_values") or {}
     if values.get(_TASKS):
@@ -75,15 +76,35 @@ def has_next_tasks(checkpoint: Mapping[str, Any]) -> bool:
         if node == _INTERRUPT or not isinstance(node_seen, Mapping):
             continue
         for channel, version in node_seen.items():
-            if channel in values and _newer(versions.get(channel), version):
+            if channel in values and _holds_trigger(channel, values[channel]) and _newer(versions.get(channel), version):
                 return True
     for channel in versions:
         if not isinstance(channel, str) or channel not in values:
             continue
-        node = channel[len(_BRANCH) :] if channel.startswith(_BRANCH) else _START if channel == _START else None
-        if node is not None and channel not in (seen.get(node) or {}):
+        if channel.startswith(_BRANCH):
+            target: str | None = channel[len(_BRANCH) :]
+        elif channel.startswith(_JOIN) and _holds_trigger(channel, values[channel]):
+            target = channel.rpartition(":")[2]  # join:A+B:NODE
+        else:
+            target = _START if channel == _START else None
+        if target is not None and channel not in (seen.get(target) or {}):
             return True
     return False
+
+
+def _holds_trigger(channel: str, value: Any) -> bool:
+    """Whether a stored channel value can trigger its node. A join barrier
+    (`join:A+B:NODE`, from `add_edge([A, B], NODE)`) keeps its (emptied) set of seen
+    sources after it fired, and its version moves on: it triggers only once every source
+    named in it is seen (and, for the kind that waits, the step is finished)."""
+    if not channel.startswith(_JOIN):
+        return True
+    sources = set(channel[len(_JOIN) :].rpartition(":")[0].split("+"))
+    seen, finished = (value[0], value[1]) if isinstance(value, tuple) and len(value) == 2 else (value, True)
+    try:
+        return bool(finished) and sources <= set(seen)
+    except TypeError:  # not a barrier's value after all: take it as a trigger
+        return True
 
 
 def _newer(current: Any, seen: Any) -> bool:
