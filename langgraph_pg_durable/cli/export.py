@@ -7,7 +7,6 @@ files to the last whole thread and goes on from there (the record goes once it i
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -17,9 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import ConfigError, shown
 from .app import app, errors, failing_cleanly
-from .filters import metadata_filter, moment
+from .filters import import_attribute, metadata_filter, moment
 from .listing import SinceOption, WhereOption
 from .maintain import NoProgress, ThreadsOption
 from .render import plain, progress
@@ -46,13 +44,7 @@ def load_tools(spec: str | None) -> list[dict[str, Any]]:
     OpenAI tool schemas."""
     if spec is None:
         return []
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigError(f"--tools {shown(spec)}: write it as module:attribute")
-    try:
-        found = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"--tools {shown(spec)}: {exc}") from None
+    found = import_attribute(spec, "--tools")
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     return [convert_to_openai_tool(t) for t in (found if isinstance(found, (list, tuple)) else [found])]

@@ -1,9 +1,11 @@
-"""The filters every listing takes, parsed from the command line: `--where meta.KEY=VALUE`
-(metadata containment) and `--since` / `--until` (a time, or an age such as 30m, 2h, 7d)."""
+"""Values from the command line: the filters every listing takes (`--where meta.KEY=VALUE`,
+metadata containment; `--since` / `--until`, a time or an age such as 30m, 2h, 7d), and
+the `module:attribute` names of the user's own objects (`--tools`, `--graph`)."""
 
 from __future__ import annotations
 
 import datetime
+import importlib
 import json
 import re
 from collections.abc import Sequence
@@ -55,3 +57,14 @@ def moment(text: str | None, option: str, *, now: datetime.datetime | None = Non
     except ValueError:
         raise ConfigError(f"{option} {shown(text)}: give a time (2026-12-01, 2026-12-01T09:30) or an age (90s, 30m, 2h, 7d, 1w)") from None
     return value if value.tzinfo is not None else value.replace(tzinfo=datetime.timezone.utc)
+
+
+def import_attribute(spec: str, option: str) -> Any:
+    """The object `module:attribute` names (the module imported as Python would)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"{option} {shown(spec)}: write it as module:attribute")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{option} {shown(spec)}: {exc}") from None

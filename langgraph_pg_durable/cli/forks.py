@@ -8,7 +8,6 @@ the step after it runs again when the copy is resumed. The source is never chang
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 import uuid
@@ -19,6 +18,7 @@ import typer
 from ..errors import ConfigError, shown
 from ..importer import put_history, writer_for
 from .app import app, failing_cleanly
+from .filters import import_attribute
 from .reading import find_step
 from .target import Target
 
@@ -40,13 +40,7 @@ def fork_thread(saver: Any, thread: str, new_thread: str, *, step: int | None, c
 
 def load_graph(spec: str, saver: Any) -> Any:
     """`module:attr` naming a StateGraph (compiled here with `saver`) or a compiled graph (given `saver`)."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigError(f"--graph {shown(spec)}: write it as module:attribute")
-    try:
-        found = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"--graph {shown(spec)}: {exc}") from None
+    found = import_attribute(spec, "--graph")
     if callable(getattr(found, "compile", None)):
         return found.compile(checkpointer=saver)
     if callable(getattr(found, "copy", None)) and hasattr(found, "checkpointer"):
