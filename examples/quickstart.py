@@ -87,6 +87,8 @@ def main() -> None:
         for snapshot in app.get_state_history(thread):
             step = snapshot.metadata.get("step")
             print(f"  step {step:>2}  source={snapshot.metadata.get('source'):<6} next={snapshot.next}")
+        thread_id = thread["configurable"]["thread_id"]
+        print(f"see it step by step: run `lgpd serve` here, then open http://127.0.0.1:8765/threads/{thread_id}")
 
 
 if __name__ == "__main__":

@@ -263,5 +263,5 @@ def serve(
     from ..web import create_app
 
     target: Target = ctx.obj
-    print(f"lgpd serve: http://{host}:{port}/api/threads" + (" (token required)" if token else ""))
-    uvicorn.run(create_app(target.saver, token=token), host=host, port=port, log_level="warning")
+    print(f"lgpd serve: http://{host}:{port}/" + (f"?token={token}" if token else ""), flush=True)
+    uvicorn.run(create_app(target.saver, token=token, schema=target.schema), host=host, port=port, log_level="warning")

@@ -1,8 +1,9 @@
 """The replay page behind `lgpd serve`: a small Starlette app that reads through the same
-API as the command line, read-only. Its JSON endpoints come first (`api.py`)."""
+API as the command line, read-only: JSON endpoints (`api.py`), pages (`pages.py`), and the
+app that serves both with their static files (`app.py`)."""
 
 from __future__ import annotations
 
-from .api import create_app
+from .app import create_app
 
 __all__ = ["create_app"]

@@ -6,31 +6,24 @@
     GET /api/threads/{thread_id}/steps/{step} ?ns ?run ?checkpoint ?full
     GET /api/threads/{thread_id}/diff         ?from ?to ?ns ?against (THREAD@CHECKPOINT)
 
-Ids in a URL reach the database as bound parameters only. A token, when configured, is
-required of every request: `Authorization: Bearer TOKEN`, or `?token=` once (it is then
-kept in a cookie, so a pasted deep link works in a browser).
+Ids in a URL reach the database as bound parameters only (see app.py for the token).
 """
 
 from __future__ import annotations
 
-import hmac
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractContextManager, asynccontextmanager
+from collections.abc import Callable
 from typing import Any
 
-from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.responses import Response
 
 from ..cli.filters import WHERE_PREFIX, metadata_filter, moment
 from ..cli.reading import find_step, read_diff, read_step_view
 from ..cli.render import fields_of, to_json
-from ..errors import ConfigError, DurableCheckpointError
+from ..errors import ConfigError
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
-TOKEN_COOKIE = "lgpd_token"
 
 
 def _json(document: Any, status: int = 200) -> Response:
@@ -57,18 +50,8 @@ def _step(text: str) -> int:
         raise ConfigError(f"step {text!r} is not a whole number") from None
 
 
-def create_app(open_saver: Callable[[], AbstractContextManager[Any]], *, token: str | None = None) -> Starlette:
-    """The app, on the saver `open_saver()` opens for its lifetime (a `Target.saver`)."""
-    state: dict[str, Any] = {}
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        with open_saver() as saver:
-            state["saver"] = saver
-            yield
-
-    def saver() -> Any:
-        return state["saver"]
+def api_routes(saver: Callable[[], Any]) -> list[tuple[str, Callable[[Request], Response]]]:
+    """(path, endpoint) of each JSON endpoint, on the app's saver."""
 
     def threads(request: Request) -> Response:
         query = request.query_params
@@ -137,33 +120,10 @@ def create_app(open_saver: Callable[[], AbstractContextManager[Any]], *, token: 
             }
         )
 
-    def guarded(endpoint: Callable[[Request], Response]) -> Callable[[Request], Response]:
-        def run(request: Request) -> Response:
-            given = request.query_params.get("token") or request.cookies.get(TOKEN_COOKIE)
-            header = request.headers.get("authorization", "")
-            if header.lower().startswith("bearer "):
-                given = header[7:]
-            if token is not None and not (given and hmac.compare_digest(given.encode(), token.encode())):
-                return JSONResponse({"error": "a token is required: Authorization: Bearer TOKEN, or ?token="}, status_code=401)
-            try:
-                response = endpoint(request)
-            except LookupError as exc:
-                response = _json({"error": str(exc).strip("'")}, 404)
-            except ConfigError as exc:
-                response = _json({"error": str(exc)}, 400)
-            except DurableCheckpointError as exc:
-                response = _json({"error": f"{type(exc).__name__}: {exc}"}, 500)
-            if token is not None and request.query_params.get("token"):
-                response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
-            return response
-
-        return run
-
-    routes = [
-        Route("/api/threads", guarded(threads)),
-        Route("/api/threads/{thread_id:path}/runs", guarded(runs)),
-        Route("/api/threads/{thread_id:path}/steps/{step}", guarded(step)),
-        Route("/api/threads/{thread_id:path}/steps", guarded(steps)),
-        Route("/api/threads/{thread_id:path}/diff", guarded(diff)),
+    return [
+        ("/api/threads", threads),
+        ("/api/threads/{thread_id:path}/runs", runs),
+        ("/api/threads/{thread_id:path}/steps/{step}", step),
+        ("/api/threads/{thread_id:path}/steps", steps),
+        ("/api/threads/{thread_id:path}/diff", diff),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
