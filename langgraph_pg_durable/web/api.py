@@ -5,6 +5,7 @@
     GET /api/threads/{thread_id}/steps        ?ns ?before ?limit
     GET /api/threads/{thread_id}/steps/{step} ?ns ?run ?checkpoint ?full
     GET /api/threads/{thread_id}/diff         ?from ?to ?ns ?against (THREAD@CHECKPOINT)
+    GET /api/threads/{thread_id}/state        ?checkpoint ?ns (default: the newest)
 
 Ids in a URL reach the database as bound parameters only (see app.py for the token).
 """
@@ -18,8 +19,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..cli.filters import WHERE_PREFIX, metadata_filter, moment
-from ..cli.reading import find_step, read_diff, read_step_view
+from ..cli.reading import find_step, read_diff, read_step_view, state_of
 from ..cli.render import fields_of, to_json
+from ..cli.state_diff import as_json
 from ..errors import ConfigError
 
 MAX_LIMIT = 1000
@@ -120,8 +122,18 @@ def api_routes(saver: Callable[[], Any]) -> list[tuple[str, Callable[[Request], 
             }
         )
 
+    def state(request: Request) -> Response:
+        thread = request.path_params["thread_id"]
+        query = request.query_params
+        record = find_step(saver(), thread, query.get("ns", ""), None, query.get("checkpoint") or None, None)
+        values = state_of(saver(), thread, record.checkpoint_ns, record.checkpoint_id)
+        return _json(
+            {"thread_id": thread, "checkpoint_ns": record.checkpoint_ns, "checkpoint_id": record.checkpoint_id, "values": as_json(values)}
+        )
+
     return [
         ("/api/threads", threads),
+        ("/api/threads/{thread_id:path}/state", state),
         ("/api/threads/{thread_id:path}/runs", runs),
         ("/api/threads/{thread_id:path}/steps/{step}", step),
         ("/api/threads/{thread_id:path}/steps", steps),

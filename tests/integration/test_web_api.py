@@ -95,6 +95,15 @@ def test_a_step_pairs_its_tool_call_and_the_diff_marks_changes(client: TestClien
     assert same["differ"] is False and same["patch"] == []
 
 
+def test_the_state_at_a_checkpoint(client: TestClient) -> None:
+    newest = ok(client, "/api/threads/calc-1/state")
+    assert [m["content"] for m in newest["values"]["messages"]][-1] == "You're welcome."
+    at_one = ok(client, "/api/threads/calc-1/steps/1")["checkpoint_id"]
+    earlier = ok(client, f"/api/threads/calc-1/state?checkpoint={at_one}")
+    assert earlier["checkpoint_id"] == at_one and len(earlier["values"]["messages"]) == 2
+    assert client.get("/api/threads/calc-1/state?checkpoint=nope").status_code == 404
+
+
 def test_what_is_not_there_is_a_404_and_a_bad_query_a_400(client: TestClient) -> None:
     missing = client.get("/api/threads/calc-1/steps/99")
     assert missing.status_code == 404 and "has no step 99" in missing.json()["error"]

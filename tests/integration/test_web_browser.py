@@ -111,6 +111,9 @@ def test_a_person_opens_a_thread_and_a_step(server: str, browser: Any) -> None:
     assert call.find_element(By.CSS_SELECTOR, ".result pre").text == "3"  # the result beside its call
     assert '"a": 1' in call.find_element(By.CSS_SELECTOR, ".args").text
     shoot(browser, "step.png")
+    state = browser.find_element(By.CSS_SELECTOR, 'details[data-src*="/state?"]')
+    state.find_element(By.TAG_NAME, "summary").click()  # the full state, fetched on demand
+    WebDriverWait(browser, WAIT_SECONDS).until(lambda d: "what is 1+2?" in state.find_element(By.CSS_SELECTOR, "pre.lazy").text)
     browser.find_element(By.TAG_NAME, "body").send_keys("j")  # the next step, from the keyboard
     WebDriverWait(browser, WAIT_SECONDS).until(lambda d: d.current_url.endswith("/steps/2"))
 
