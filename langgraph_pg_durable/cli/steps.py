@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.text import Text
 
+from ..core.actions import subgraph_path
 from ..errors import shown
 from .app import app, failing_cleanly
 from .filters import moment
@@ -32,7 +33,7 @@ def _tasks(tasks: Any) -> str:
 
 def _namespace(ns: str) -> str:
     """A subgraph namespace as its path of node names (`writer:<task id>|...` -> `writer`)."""
-    return "/".join(part.split(":")[0] for part in ns.split("|")) if ns else ""
+    return "/".join(subgraph_path(ns))
 
 
 HISTORY_COLUMNS = [

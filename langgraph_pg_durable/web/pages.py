@@ -23,6 +23,7 @@ from starlette.responses import HTMLResponse, Response
 from ..cli.filters import metadata_filter, moment
 from ..cli.reading import find_step, read_diff, read_step_view
 from ..cli.render import fields_of, plain
+from ..core.actions import subgraph_path
 from ..core.runs import RUN_STATUSES
 from ..errors import ConfigError
 
@@ -69,10 +70,6 @@ def error_page(message: str, status: int) -> Response:
     return HTMLResponse(page.render(root="", schema="", status=status, message=message), status_code=status)
 
 
-def _namespace(ns: str) -> str:
-    return "/".join(part.split(":")[0] for part in ns.split("|")) if ns else ""
-
-
 def page_routes(saver: Callable[[], Any], schema: str) -> list[tuple[str, Callable[[Request], Response]]]:
     """(path, endpoint) of each page, on the app's saver."""
 
@@ -112,7 +109,7 @@ def page_routes(saver: Callable[[], Any], schema: str) -> list[tuple[str, Callab
         if not records:
             raise LookupError(f"thread {thread_id!r} has no checkpoints")
         steps = [
-            {**fields_of(r), "depth": r.checkpoint_ns.count("|") + 1 if r.checkpoint_ns else 0, "namespace": _namespace(r.checkpoint_ns)}
+            {**fields_of(r), "depth": len(subgraph_path(r.checkpoint_ns)), "namespace": "/".join(subgraph_path(r.checkpoint_ns))}
             for r in records
         ]
         following = records[-1].checkpoint_id if len(records) == TIMELINE else None
