@@ -34,7 +34,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, errors
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -57,6 +57,7 @@ from .retry import Attempts, RetryPolicy
 from .sql import doctor as doctor_sql
 from .sql import schema as schema_sql
 from .sql.schema import DEFAULT_SCHEMA, quote_schema
+from . import wire
 
 T = TypeVar("T")
 
@@ -241,7 +242,8 @@ class AsyncDurablePostgresSaver(SaverCore):
         return query.decode(self._attach_objects(query, fetched, payloads))
 
     async def _send(self, conn: AsyncConnection, query: Query[Any]) -> list[Any]:
-        """One flight on an autocommit connection: pipeline mode sends the prepare with the statement.
+        """One flight on an autocommit connection (through `wire` when it is idle): the
+        prepare goes with the statement.
 
         The cursor reads tuples whatever row factory the caller's connection has (a pool
         built for the official saver has `dict_row`): every decoder reads by position.
@@ -249,6 +251,18 @@ class AsyncDurablePostgresSaver(SaverCore):
         flight: the statements of a pipeline before its sync share one implicit transaction,
         which holds the locks to its end, and the second one's snapshot follows the wait.
         """
+        if wire.usable(conn):
+            statements: list[tuple[str, Mapping[str, Any]]] = []
+            if query.locks:
+                statements.append((self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)}))
+            statements.append((query.sql, query.params))
+            async with conn.lock:
+                try:
+                    return await conn.wait(wire.exchange(conn, statements))
+                except errors.InvalidSqlStatementName:
+                    # The session lost the statements we prepared (DISCARD ALL, a pooler):
+                    # wire forgot them; prepare them again, once.
+                    return await conn.wait(wire.exchange(conn, statements))
         async with conn.cursor(binary=True, row_factory=tuple_row) as cur:
             async with conn.pipeline():
                 if conn.autocommit:
