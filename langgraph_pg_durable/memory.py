@@ -71,6 +71,13 @@ class ListMemory:
             version = self._held.get((thread_id, ns, parent_id), {}).get(channel)
             return None if version is None else self._states.get((thread_id, ns, channel, version))
 
+    def versions_of(self, thread_id: str, ns: str, checkpoint_id: str | None) -> Mapping[str, str] | None:
+        """The channel versions of a checkpoint stored or read, if known."""
+        if checkpoint_id is None:
+            return None
+        with self._lock:
+            return self._held.get((thread_id, ns, checkpoint_id))
+
     def offer(self, thread_id: str, ns: str, checkpoint_id: str, channel: str, offered: Sequence[tuple[bytes, Location]]) -> None:
         """Record items a pending write of a checkpoint stored, for its child's delta."""
         with self._lock:

@@ -98,6 +98,9 @@ def put_params(
     needed: list[tuple[str, str]] = []
     needed_items: list[tuple[str, str]] = []
     inline_values = codec.dump_inline(values, where=where)
+    # A parent seen committed stands for what it holds, its lists' chains included (see
+    # sql.writes._missing_bases): what the put carries over from it is not checked one by one.
+    parent_versions = bases.versions_of(key.thread_id, key.checkpoint_ns, key.checkpoint_id) if bases is not None else None
     for channel, version in new_versions.items():
         if channel not in values or channel in inline_values:
             continue
@@ -134,7 +137,8 @@ def put_params(
             items.extend(row.items)
             uploads.extend(row.uploads)
             states.append((channel, row.state))
-            needed.extend((channel, v) for v in row.needs)
+            if base is None or parent_versions is None or parent_versions.get(channel) != base.version:
+                needed.extend((channel, v) for v in row.needs)
             needed_items.extend((channel, v) for v in row.item_needs)
         else:
             type_, data = whole or codec.dump(value, channel=channel, where=where)
@@ -163,6 +167,8 @@ def put_params(
     # saver sends it again writing every value it holds (see SaverCore._put_plan).
     written = set(zip(channels, versions))
     needed.extend(pair for pair in held if pair not in written)
+    if parent_versions is not None:
+        needed = [(channel, version) for channel, version in needed if parent_versions.get(channel) != version]
     try:
         body_json = dump_json(body)
     except (TypeError, ValueError) as exc:
@@ -198,6 +204,7 @@ def put_params(
         "types": TextArray(types),
         "values": ByteaArray(blobs),
         **_ref_params(refs),
+        "check_parent": key.checkpoint_id if parent_versions is not None else None,
         "base_channels": TextArray(c for c, _ in needed),
         "base_versions": TextArray(v for _, v in needed),
         "base_item_channels": TextArray(c for c, _ in needed_items),

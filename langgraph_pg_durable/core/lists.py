@@ -494,11 +494,14 @@ class ListPolicy:
 
 class ListBases(Protocol):
     """What a put asks of the saver's memory (memory.ListMemory): the list version a
-    parent checkpoint holds, and the items its pending writes stored."""
+    parent checkpoint holds, the items its pending writes stored, and the channel
+    versions it holds (a checkpoint seen committed)."""
 
     def base(self, thread_id: str, ns: str, parent_id: str | None, channel: str) -> ListState | None: ...
 
     def offered(self, thread_id: str, ns: str, checkpoint_id: str | None, channel: str) -> dict[bytes, Location]: ...
+
+    def versions_of(self, thread_id: str, ns: str, checkpoint_id: str | None) -> Mapping[str, str] | None: ...
 
 
 def restore(

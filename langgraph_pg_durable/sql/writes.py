@@ -24,13 +24,24 @@ def lock_threads() -> str:
 
 
 def _missing_bases(q: str) -> str:
-    """One row when a stored value the put relies on (a version it holds but does not
-    write, or a list version its deltas extend) is not there.
+    """Rows (at most two) when something the put relies on is not stored: the parent
+    checkpoint (`check_parent`, when the saver saw it committed), or a stored value it
+    holds without writing that the parent does not stand for (`base_*`), or a list
+    version its deltas extend.
+
+    While the parent's row is stored so is every value, list version and item it holds:
+    every delete keeps what a surviving checkpoint holds. So one probe of the parent's
+    primary key stands for the values a put carries over from it.
 
     `OFFSET 0` keeps each NOT EXISTS a subplan, a primary-key probe per base: as an anti
     join, a plan made while the tables were small (a generic plan lives as long as the
     connection) scanned every value of the thread at every put."""
-    return f"""(SELECT 1 FROM unnest(%(base_channels)b::text[], %(base_versions)b::text[]) AS b(channel, version)
+    return f"""(SELECT 1 WHERE %(check_parent)s::text IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM {q}.checkpoints p
+        WHERE p.thread_id = %(thread_id)s AND p.checkpoint_ns = %(checkpoint_ns)s
+          AND p.checkpoint_id = %(check_parent)s OFFSET 0))
+    UNION ALL
+    (SELECT 1 FROM unnest(%(base_channels)b::text[], %(base_versions)b::text[]) AS b(channel, version)
      WHERE NOT EXISTS (
         SELECT 1 FROM {q}.channel_values v
         WHERE v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
@@ -116,7 +127,7 @@ def put_plain(q: str, *, log: bool = True) -> str:
     keeps the run's row in run_log."""
     logged = f", {_checkpoint_run(q)}" if log else ""
     return f"""
-WITH missing_bases AS MATERIALIZED {_missing_bases(q)}{logged},
+WITH missing_bases AS MATERIALIZED ({_missing_bases(q)}){logged},
 stored_values AS (
     INSERT INTO {q}.channel_values (thread_id, checkpoint_ns, channel, version, type, value)
     SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value

@@ -1,6 +1,7 @@
 """The hot statements touch what a step needs, not the thread: even under a generic plan
 (one made while the tables were empty lives as long as the connection), a put's check
-that its bases are still stored is a primary-key probe per base."""
+that its bases are still stored is a primary-key probe per base, and the values it
+carries over from a parent it saw committed cost one probe, of the parent's row."""
 
 from __future__ import annotations
 
@@ -45,7 +46,10 @@ def test_a_put_checks_its_bases_by_primary_key_whatever_the_plan(pg_dsn: str, sc
         config = {"configurable": {"thread_id": f"plans-{uuid.uuid4().hex[:8]}"}, "recursion_limit": STEPS + 5}
         _graph(saver).invoke({"items": [], "step": 0}, config, durability="sync")
     last_put = next(q for q in reversed(sent) if "missing_bases" in q.sql and "base_item_channels" in q.params)
-    bases = len(last_put.params["base_channels"]) + len(last_put.params["base_item_channels"])
+    # The step counter, the branch channels and the list's base: all the parent's.
+    assert last_put.params["check_parent"] == last_put.params["parent_checkpoint_id"] is not None
+    assert list(last_put.params["base_channels"]) == []
+    bases = 1 + len(last_put.params["base_item_channels"])
     with psycopg.connect(pg_dsn) as conn:
         stored = conn.execute(sql.SQL("SELECT count(*) FROM {}.channel_values").format(sql.Identifier(schema_name))).fetchone()
         assert stored is not None and stored[0] > 2 * STEPS // 3  # a thread with many stored values

@@ -14,6 +14,9 @@ from checkpoints import next_put
 from langgraph_pg_durable import DurablePostgresSaver, wire
 
 
+KEY = 424242  # an advisory lock key no other test takes
+
+
 @pytest.fixture
 def conn(pg_dsn: str) -> Iterator[psycopg.Connection]:
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
@@ -39,14 +42,15 @@ def test_an_error_rolls_back_the_whole_flight_and_leaves_the_connection_usable(c
     with pytest.raises(psycopg.errors.DivisionByZero):
         _rows(
             conn,
-            ("SELECT pg_advisory_xact_lock(%(k)s)", {"k": 4242}),
+            ("SELECT pg_advisory_xact_lock(%(k)s)", {"k": KEY}),
             ("INSERT INTO wire_rows VALUES (%(n)s)", {"n": 7}),
             ("SELECT 1 / %(z)s", {"z": 0}),
         )
     assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE and wire.usable(conn)
     assert _rows(conn, ("SELECT count(*) FROM wire_rows WHERE n = %(n)s", {"n": 7})) == [(0,)]
     with psycopg.connect(pg_dsn) as other:  # the lock went with the rolled-back flight
-        assert other.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").fetchone() == (0,)
+        held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND objsubid = 1"
+        assert other.execute(held, (KEY,)).fetchone() == (0,)
 
 
 def test_a_parameter_of_another_type_gets_a_statement_of_its_own(conn: psycopg.Connection) -> None:

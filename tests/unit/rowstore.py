@@ -4,8 +4,9 @@ would return them, and `core.decode` reads them back. It answers only the statem
 put, a put_writes and a get_tuple send, and says so for any other.
 
 What it emulates, per statement: the put's missing-bases guard (nothing written when a
-value it relies on is gone), ON CONFLICT DO NOTHING / DO UPDATE, the packed writes row
-only for a task with no writes yet, and get_tuple's known / held exclusions.
+value it relies on, or the parent standing for them, is gone), ON CONFLICT DO NOTHING /
+DO UPDATE, the packed writes row only for a task with no writes yet, and get_tuple's
+known / held exclusions.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class RowStore:
 
     def put(self, p: Mapping[str, Any]) -> list[tuple]:
         lane = (p["thread_id"], p["checkpoint_ns"])
+        if p.get("check_parent") is not None and (*lane, p["check_parent"]) not in self.checkpoints:
+            return []
         if any((*lane, ch, ver) not in self.values for ch, ver in zip(p["base_channels"], p["base_versions"])):
             return []
         if any((*lane, ch, ver, 0) not in self.items for ch, ver in zip(p.get("base_item_channels", ()), p.get("base_item_versions", ()))):

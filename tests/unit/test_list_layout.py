@@ -152,7 +152,8 @@ def test_pending_writes_store_their_items_once_and_the_delta_reuses_them() -> No
 
 
 def test_a_put_whose_base_row_is_gone_is_sent_again_whole() -> None:
-    """The missing-bases guard: a delta whose chain lost a row (pruned meanwhile) writes
+    """The missing-bases guard: a delta whose parent and chain were deleted meanwhile (a
+    delete keeps what a surviving checkpoint holds, so the parent goes with them) writes
     nothing, and the plan sends the put again as a snapshot."""
     saver = RowStoreSaver(snapshot_every=8, list_min_bytes=0)
     history = History(saver)
@@ -162,6 +163,7 @@ def test_a_put_whose_base_row_is_gone_is_sent_again_whole() -> None:
     assert saver.sent == ["put"]  # a delta on the first version, in one statement
     first_version = history.order[0][1]["channel_versions"]["items"]
     del saver.store.values[("t", "", "items", first_version)]
+    del saver.store.checkpoints[("t", "", history.order[-1][0]["configurable"]["checkpoint_id"])]
     saver.sent.clear()
     history.put(["a", "b", "c"])
     assert saver.sent == ["put", "put"]  # refused, then whole

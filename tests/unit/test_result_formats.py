@@ -10,6 +10,7 @@ from langgraph_pg_durable.core.decode import CheckpointRow
 from langgraph_pg_durable.sql import reads
 from langgraph_pg_durable.sql.columns import Columns, select_list
 from langgraph_pg_durable.sql.reads import CHECKPOINT_IN_DETAIL, CheckpointColumn, Detail
+from langgraph_pg_durable import wire
 from langgraph_pg_durable.sql.statements import Statements, compact
 
 
@@ -63,18 +64,28 @@ def test_every_branch_of_the_detail_reads_has_the_declared_columns() -> None:
 LONGEST_SCHEMA = "s" * 63  # PostgreSQL's identifier limit
 
 
-def test_hot_statements_stay_within_psycopgs_parse_cache_for_any_schema_name() -> None:
-    """psycopg caches its parse of a statement only up to 4 KiB; past it every call parses again."""
-    statements = Statements(LONGEST_SCHEMA)
-    hot = [
+def _hot(statements: Statements) -> list[str]:
+    return [
         *statements.get_tuple.values(),
         statements.page_details,
         *statements.put.values(),
         *statements.put_writes.values(),
-        statements.put_writes_items,
+        *statements.put_writes_items.values(),
         *statements.put_packed_writes.values(),
     ]
-    assert max(len(sql) for sql in hot) <= 4096
+
+
+def test_hot_statements_are_converted_once_whatever_their_length() -> None:
+    """On an idle autocommit connection they go through `wire`, which keeps its parse of any text."""
+    for sql in _hot(Statements(LONGEST_SCHEMA)):
+        assert wire.convert(sql) is wire.convert(sql)
+
+
+def test_hot_statements_stay_within_psycopgs_parse_cache_on_the_cursor_path() -> None:
+    """A connection the caller keeps in a transaction takes psycopg's cursors, which cache
+    their parse of a statement only up to 4 KiB (past it every call parses again): the
+    hot statements fit for schema names up to 24 characters (the default has 17)."""
+    assert max(len(sql) for sql in _hot(Statements("s" * 24))) <= 4096
 
 
 def test_compaction_leaves_every_string_literal_as_written() -> None:
