@@ -7,5 +7,5 @@ matplotlib for the chart; it installs nothing):
     python -m benchmarks --quick    # CI smoke: every saver completes every workload
 
 Results go to `benchmarks/results/` (or `--out DIR`): `results.md` (also printed),
-`results.json` (raw figures) and `w1_time_per_step.png`.
+`results.json` (raw figures) and the charts.
 """

@@ -12,6 +12,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from . import concurrency, history, long_thread, per_step, report, round_trips
+from . import scale as scale_run  # `scale` names the run's sizes below
 from .env import bench_env
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +34,9 @@ class Scale:
     w6_steps: int
     w6_sample_every: int
     w6_reps: dict[str, int]
+    scale_sizes: tuple[int, ...]  # list lengths, in ascending order
+    scale_steps: int  # appends after the seeding put
+    scale_reads: int  # cold get_tuples
 
 
 FULL = Scale(
@@ -49,6 +53,10 @@ FULL = Scale(
         "filter_1pct": 30,
         "list_full": 7,
         "list_first_10_break": 15,
+        "get_state_interleaved": 200,
+        "cold_get_state": 30,
+        "cold_first_10_limit": 30,
+        "cold_filter_1pct": 30,
     },
     w4_threads=50,
     w4_steps=20,
@@ -58,6 +66,9 @@ FULL = Scale(
     w6_steps=1000,
     w6_sample_every=50,
     w6_reps={"get_state": 30, "full_history": 3},
+    scale_sizes=(1_000, 10_000, 100_000),
+    scale_steps=20,
+    scale_reads=5,
 )
 QUICK = Scale(
     w1_steps=20,
@@ -73,6 +84,10 @@ QUICK = Scale(
         "filter_1pct": 1,
         "list_full": 1,
         "list_first_10_break": 1,
+        "get_state_interleaved": 2,
+        "cold_get_state": 2,
+        "cold_first_10_limit": 1,
+        "cold_filter_1pct": 1,
     },
     w4_threads=8,
     w4_steps=5,
@@ -82,6 +97,9 @@ QUICK = Scale(
     w6_steps=30,
     w6_sample_every=10,
     w6_reps={"get_state": 2, "full_history": 1},
+    scale_sizes=(100, 1_000),
+    scale_steps=5,
+    scale_reads=2,
 )
 
 
@@ -117,11 +135,16 @@ def main(argv: list[str] | None = None) -> int:
         log(f"PostgreSQL {bench.server_version} ({bench.server.kind})")
         workloads = {
             "w1": ("growing state", lambda: per_step.growing_state(bench, scale.w1_steps, scale.w1_reps)),
+            "w1_random": (
+                "growing state, incompressible items",
+                lambda: per_step.growing_state(bench, scale.w1_steps, scale.w1_reps, content="random"),
+            ),
             "w2": ("large value", lambda: per_step.large_value(bench, scale.w2_steps, scale.w2_reps)),
             "w3": ("long history", lambda: history.run(bench, scale.w3_turns, scale.w3_reps)),
             "w4": ("concurrency", lambda: concurrency.run(bench, scale.w4_threads, scale.w4_steps, scale.w4_workers, scale.w4_reps)),
             "w5": ("round trips", lambda: round_trips.run(bench, scale.w5_steps)),
             "w6": ("long chat thread", lambda: long_thread.run(bench, scale.w6_steps, scale.w6_sample_every, scale.w6_reps)),
+            "scale": ("scale: long lists", lambda: scale_run.run(bench, scale.scale_sizes, scale.scale_steps, scale.scale_reads)),
         }
         for key, (name, run) in workloads.items():
             log(f"{key} {name}")
@@ -142,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     markdown = report.write(results, args.out)
-    log(f"wrote {args.out}/results.md, results.json, w1_time_per_step.png")
+    log(f"wrote {args.out}/results.md, results.json and the charts")
     if args.publish:
         readme = report.publish(results, args.out, REPO_ROOT)
         log(f"published into {readme}")

@@ -11,7 +11,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,80 @@ OFFICIAL_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "chec
 # The connection settings the official saver's from_conn_string uses; its pool needs them too.
 OFFICIAL_CONN = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
 
-__all__ = ["KINDS", "LABELS", "OFFICIAL_DELTA", "OURS_NO_LOG", "OURS_ON_DIR", "Bench", "RoundTripProxy", "bench_env"]
+__all__ = ["KINDS", "LABELS", "OFFICIAL_DELTA", "OURS_NO_LOG", "OURS_ON_DIR", "Bench", "RoundTripProxy", "SaverSpec", "bench_env"]
+
+
+@dataclass(frozen=True)
+class SaverSpec:
+    """How to open one of the savers: plain data, so a spawned process can open it too."""
+
+    kind: str
+    dsn: str | None = None
+    # Our saver's object_store and object_store_options; None for the other savers.
+    objects: dict | None = None
+
+    @contextmanager
+    def open(self, *, pool_size: int | None = None) -> Iterator[Callable[[], BaseCheckpointSaver]]:
+        """A factory of the saver: a fresh InMemorySaver, else one shared instance.
+
+        Without `pool_size` each Postgres saver is what its `from_conn_string` gives
+        (official: one connection; ours: a pool). With it, both get a pool that size.
+        """
+        if self.kind == "memory":
+            yield InMemorySaver
+            return
+        assert self.dsn is not None
+        if self.objects is not None:
+            size = {"min_size": pool_size, "max_size": pool_size} if pool_size else {}
+            with DurablePostgresSaver.from_conn_string(
+                self.dsn, schema=OURS_SCHEMA, action_log=self.kind != OURS_NO_LOG, **size, **self.objects
+            ) as saver:
+                yield lambda: saver
+        elif pool_size is None:
+            with PostgresSaver.from_conn_string(self.dsn) as saver:
+                yield lambda: saver
+        else:
+            pool = ConnectionPool(self.dsn, min_size=pool_size, max_size=pool_size, kwargs=OFFICIAL_CONN, open=False)
+            pool.open(wait=True)
+            try:
+                saver = PostgresSaver(pool)
+                yield lambda: saver
+            finally:
+                pool.close()
+
+    @contextmanager
+    def fresh(self) -> Iterator[BaseCheckpointSaver]:
+        """A new instance of a Postgres saver, nothing of earlier runs in its memory: for cold reads."""
+        if self.kind == "memory":
+            raise ValueError("InMemorySaver has no cold variant: its memory is where the data is")
+        with self.open() as make:
+            yield make()
+
+    @asynccontextmanager
+    async def open_async(self, *, pool_size: int) -> AsyncIterator[Callable[[], BaseCheckpointSaver]]:
+        """The async twin of `open`, always pooled (it is for the concurrency workload)."""
+        if self.kind == "memory":
+            yield InMemorySaver
+            return
+        assert self.dsn is not None
+        if self.objects is not None:
+            async with AsyncDurablePostgresSaver.from_conn_string(
+                self.dsn,
+                schema=OURS_SCHEMA,
+                action_log=self.kind != OURS_NO_LOG,
+                min_size=pool_size,
+                max_size=pool_size,
+                **self.objects,
+            ) as saver:
+                yield lambda: saver
+        else:
+            pool = AsyncConnectionPool(self.dsn, min_size=pool_size, max_size=pool_size, kwargs=OFFICIAL_CONN, open=False)
+            await pool.open(wait=True)
+            try:
+                saver = AsyncPostgresSaver(pool)
+                yield lambda: saver
+            finally:
+                await pool.close()
 
 
 @dataclass
@@ -75,53 +148,19 @@ class Bench:
 
     # -- savers ------------------------------------------------------------------------
 
-    @contextmanager
-    def saver(self, kind: str, *, pool_size: int | None = None) -> Iterator[Callable[[], BaseCheckpointSaver]]:
-        """A factory of the saver for one run: a fresh InMemorySaver, else one shared instance.
-
-        Without `pool_size` each Postgres saver is what its `from_conn_string` gives
-        (official: one connection; ours: a pool). With it, both get a pool that size.
-        """
+    def spec(self, kind: str) -> SaverSpec:
+        """What opens the saver `kind`, in this process or a spawned one."""
         if kind == "memory":
-            yield InMemorySaver
-            return
-        dsn = self.dsn[kind]
-        if kind in self.stores:
-            size = {"min_size": pool_size, "max_size": pool_size} if pool_size else {}
-            with DurablePostgresSaver.from_conn_string(
-                dsn, schema=OURS_SCHEMA, action_log=kind != OURS_NO_LOG, **size, **self._objects(kind)
-            ) as saver:
-                yield lambda: saver
-        elif pool_size is None:
-            with PostgresSaver.from_conn_string(dsn) as saver:
-                yield lambda: saver
-        else:
-            pool = ConnectionPool(dsn, min_size=pool_size, max_size=pool_size, kwargs=OFFICIAL_CONN, open=False)
-            pool.open(wait=True)
-            try:
-                saver = PostgresSaver(pool)
-                yield lambda: saver
-            finally:
-                pool.close()
+            return SaverSpec(kind)
+        return SaverSpec(kind, self.dsn[kind], self._objects(kind) if kind in self.stores else None)
 
-    @asynccontextmanager
-    async def async_saver(self, kind: str, *, pool_size: int) -> AsyncIterator[Callable[[], BaseCheckpointSaver]]:
+    def saver(self, kind: str, *, pool_size: int | None = None) -> AbstractContextManager[Callable[[], BaseCheckpointSaver]]:
+        """A factory of the saver for one run: a fresh InMemorySaver, else one shared instance (see SaverSpec.open)."""
+        return self.spec(kind).open(pool_size=pool_size)
+
+    def async_saver(self, kind: str, *, pool_size: int) -> AbstractAsyncContextManager[Callable[[], BaseCheckpointSaver]]:
         """The async twin of `saver`, always pooled (it is for the concurrency workload)."""
-        if kind == "memory":
-            yield InMemorySaver
-        elif kind in self.stores:
-            async with AsyncDurablePostgresSaver.from_conn_string(
-                self.dsn[kind], schema=OURS_SCHEMA, min_size=pool_size, max_size=pool_size, **self._objects(kind)
-            ) as saver:
-                yield lambda: saver
-        else:
-            pool = AsyncConnectionPool(self.dsn[kind], min_size=pool_size, max_size=pool_size, kwargs=OFFICIAL_CONN, open=False)
-            await pool.open(wait=True)
-            try:
-                saver = AsyncPostgresSaver(pool)
-                yield lambda: saver
-            finally:
-                await pool.close()
+        return self.spec(kind).open_async(pool_size=pool_size)
 
     def _objects(self, kind: str) -> dict:
         url, options = self.stores[kind]

@@ -5,6 +5,7 @@ Each graph loops one node; every pass of the node is one super-step and one chec
 
 from __future__ import annotations
 
+import base64
 import operator
 import random
 import time
@@ -56,25 +57,42 @@ class DeltaGrowing(TypedDict):
     step: int
 
 
-def growing(checkpointer: BaseCheckpointSaver, steps: int, item_bytes: int = 1024) -> CompiledStateGraph:
-    """A list channel (`operator.add`) that grows by one `item_bytes` string per step."""
-    return _loop(Growing, _grow(item_bytes), lambda s: s["step"] < steps, checkpointer)
+def growing(checkpointer: BaseCheckpointSaver, steps: int, item_bytes: int = 1024, content: str = "words") -> CompiledStateGraph:
+    """A list channel (`operator.add`) that grows by one `item_bytes` item (see `item`) per step."""
+    return _loop(Growing, _grow(item_bytes, content), lambda s: s["step"] < steps, checkpointer)
 
 
-def growing_delta(checkpointer: BaseCheckpointSaver, steps: int, item_bytes: int = 1024) -> CompiledStateGraph:
+def growing_delta(checkpointer: BaseCheckpointSaver, steps: int, item_bytes: int = 1024, content: str = "words") -> CompiledStateGraph:
     """`growing` with the list in a DeltaChannel: the user's own opt-in to delta storage."""
-    return _loop(DeltaGrowing, _grow(item_bytes), lambda s: s["step"] < steps, checkpointer)
+    return _loop(DeltaGrowing, _grow(item_bytes, content), lambda s: s["step"] < steps, checkpointer)
 
 
-def _grow(item_bytes: int) -> Callable[[Any], dict]:
+def _grow(item_bytes: int, content: str) -> Callable[[Any], dict]:
     def grow(state: Any) -> dict:
-        # Seeded random words: text that compresses about as well as real messages do,
-        # unlike a run of one letter, which TOAST would shrink to nothing.
-        rng = random.Random(state["step"])
-        text = " ".join(rng.choice(WORDS) for _ in range(item_bytes // 4))[:item_bytes]
-        return {"items": [text], "step": state["step"] + 1}
+        return {"items": [item(content, len(state["items"]), item_bytes)], "step": state["step"] + 1}
 
     return grow
+
+
+CONTENTS = ("words", "random", "mixed")
+
+
+def item(content: str, index: int, size: int) -> str:
+    """Item `index` of a list, `size` characters, the same every run.
+
+    "words": seeded random words, text that compresses about as well as real messages do,
+    unlike a run of one letter, which TOAST would shrink to nothing. "random": base64 of
+    seeded random bytes, which no compressor shrinks by more than base64's quarter.
+    "mixed": the two in turn.
+    """
+    if content == "mixed":
+        content = ("words", "random")[index % 2]
+    rng = random.Random(index)
+    if content == "random":
+        return base64.b64encode(rng.randbytes(-(-size * 3 // 4))).decode()[:size]
+    if content == "words":
+        return " ".join(rng.choice(WORDS) for _ in range(size // 4))[:size]
+    raise ValueError(f"unknown item content {content!r}: want one of {CONTENTS}")
 
 
 class LargeValue(TypedDict):
@@ -111,8 +129,11 @@ def conversation(checkpointer: BaseCheckpointSaver) -> CompiledStateGraph:
     return _loop(Conversation, think, lambda s: s["hops"] < TURN_HOPS, checkpointer)
 
 
-def stream_step_times(app: CompiledStateGraph, inputs: dict, config: dict) -> tuple[list[float], float]:
-    """Seconds between successive super-step updates (the first from the call), and the total."""
+def stream_step_times(app: CompiledStateGraph, inputs: dict | None, config: dict) -> tuple[list[float], float]:
+    """Seconds between successive super-step updates (the first from the call), and the total.
+
+    `inputs` None resumes the thread where it stopped.
+    """
     times: list[float] = []
     start = last = time.perf_counter()
     for _ in app.stream(inputs, config, durability="sync", stream_mode="updates"):

@@ -1,7 +1,9 @@
 """Workload 3: reading one long thread (1,000 checkpoints, 100 chat-like turns).
 
 One turn in a hundred carries `config["metadata"]` (a user escalation), so its ten
-checkpoints, 1 % of the thread, match the metadata filter.
+checkpoints, 1 % of the thread, match the metadata filter. Reads run warm (the saver that
+built the thread), interleaved (get_state between history pages, as a UI paging the timeline
+does) and cold (a new saver instance each repetition, so nothing is in the saver's memory).
 """
 
 from __future__ import annotations
@@ -18,6 +20,22 @@ from .stats import alternate, summary
 
 CHECKPOINTS_PER_TURN = graphs.TURN_HOPS + 2  # the input checkpoint, the first step, TURN_HOPS passes
 FLAG = {"escalation": "billing"}
+INTERLEAVED = "get_state_interleaved"  # get_state, each call after an untimed page of history
+COLD = "cold_"  # an operation's prefix: on a new saver instance each repetition
+COLD_KINDS = ("official", "ours")  # InMemorySaver's memory is where its data is
+
+
+# Each operation on (compiled graph, thread config); their results are counted against `want`.
+OPS: dict[str, Callable[[Any, dict], Any]] = {
+    "get_state": lambda app, config: app.get_state(config),
+    "full_history": lambda app, config: sum(1 for _ in app.get_state_history(config)),
+    "first_10_limit": lambda app, config: len(list(app.get_state_history(config, limit=10))),
+    "first_10_break": lambda app, config: _first_10_by_break(app.get_state_history(config)),
+    "filter_1pct": lambda app, config: len(list(app.get_state_history(config, filter=FLAG))),
+    # The checkpointer alone, without LangGraph building a StateSnapshot per item:
+    "list_full": lambda app, config: sum(1 for _ in app.checkpointer.list(config)),
+    "list_first_10_break": lambda app, config: _first_10_by_break(app.checkpointer.list(config)),
+}
 
 
 def _first_10_by_break(history: Any) -> int:
@@ -55,30 +73,31 @@ def run(bench: Bench, turns: int, reps: dict[str, int]) -> dict[str, Any]:
             "list_full": total,
             "list_first_10_break": 10,
         }
-        ops: dict[str, Callable[[str], Any]] = {
-            "get_state": lambda k: apps[k].get_state(configs[k]),
-            "full_history": lambda k: sum(1 for _ in apps[k].get_state_history(configs[k])),
-            "first_10_limit": lambda k: len(list(apps[k].get_state_history(configs[k], limit=10))),
-            "first_10_break": lambda k: _first_10_by_break(apps[k].get_state_history(configs[k])),
-            "filter_1pct": lambda k: len(list(apps[k].get_state_history(configs[k], filter=FLAG))),
-            # The checkpointer alone, without LangGraph building a StateSnapshot per item:
-            "list_full": lambda k: sum(1 for _ in apps[k].checkpointer.list(configs[k])),
-            "list_first_10_break": lambda k: _first_10_by_break(apps[k].checkpointer.list(configs[k])),
-        }
+
+        def prepare(op: str, kind: str, rep_stack: ExitStack) -> tuple[Any, str]:
+            """The untimed part of a repetition: the app to read through, and the operation to time."""
+            if op.startswith(COLD):
+                return graphs.conversation(rep_stack.enter_context(bench.spec(kind).fresh())), op.removeprefix(COLD)
+            if op == INTERLEAVED:
+                list(apps[kind].checkpointer.list(configs[kind], limit=10))
+                return apps[kind], "get_state"
+            return apps[kind], op
 
         def timed(op: str) -> Callable[[str, int], float]:
             def one(kind: str, rep: int) -> float:
-                start = time.perf_counter()
-                got = ops[op](kind)
-                seconds = time.perf_counter() - start
-                if op in want and got != want[op]:
-                    raise AssertionError(f"{op} on {kind}: {got} items, want {want[op]}")
+                with ExitStack() as rep_stack:
+                    app, base = prepare(op, kind, rep_stack)
+                    start = time.perf_counter()
+                    got = OPS[base](app, configs[kind])
+                    seconds = time.perf_counter() - start
+                if base in want and got != want[base]:
+                    raise AssertionError(f"{op} on {kind}: {got} items, want {want[base]}")
                 return seconds
 
             return one
 
         out: dict[str, Any] = {k: {"build_seconds": build_seconds[k], "checkpoints": total} for k in KINDS}
         for op, op_reps in reps.items():
-            for kind, samples in alternate(KINDS, op_reps, timed(op)).items():
+            for kind, samples in alternate(COLD_KINDS if op.startswith(COLD) else KINDS, op_reps, timed(op)).items():
                 out[kind][op] = {"ms": summary(samples, 1e3), "seconds": samples}
     return out

@@ -1,6 +1,7 @@
 """Workloads 1 and 2: one thread of many super-steps, timed step by step, then its bytes.
 
-W1 grows a list channel by ~1 KB a step; W2 replaces a 2 MB value every step.
+W1 grows a list channel by ~1 KB a step, of words or of incompressible text; W2 replaces
+a 2 MB value every step.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from .stats import alternate, summary
 WARMUP_STEPS = 8  # past psycopg's prepare threshold (5), so runs time prepared statements
 
 
-def growing_state(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
-    def make_graph(kind: str, checkpointer: Any, steps: int) -> Any:
-        return (graphs.growing_delta if kind == OFFICIAL_DELTA else graphs.growing)(checkpointer, steps)
+def growing_state(bench: Bench, steps: int, reps: int, content: str = "words") -> dict[str, Any]:
+    """W1; `content` is the items' (see graphs.item): "words" compress, "random" do not."""
 
-    return _run(bench, "w1", make_graph, {"items": [], "step": 0}, steps, reps, (*KINDS, OFFICIAL_DELTA, OURS_NO_LOG))
+    def make_graph(kind: str, checkpointer: Any, steps: int) -> Any:
+        return (graphs.growing_delta if kind == OFFICIAL_DELTA else graphs.growing)(checkpointer, steps, content=content)
+
+    name = "w1" if content == "words" else f"w1_{content}"
+    return _run(bench, name, make_graph, {"items": [], "step": 0}, steps, reps, (*KINDS, OFFICIAL_DELTA, OURS_NO_LOG))
 
 
 def large_value(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
