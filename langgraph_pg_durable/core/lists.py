@@ -114,8 +114,8 @@ class Seen:
         """How many of the first items of `value` are these objects, unchanged."""
         objects = self.objects
         n = min(len(objects), len(value))
-        if self.marks is None and all(map(operator.is_, value[:n], objects[:n])):
-            return n  # the common case, checked at C speed
+        if self.marks is None and all(map(operator.is_, value, objects)):
+            return n  # the common case, checked at C speed (map stops at the shorter one)
         marks = self.marks
         for i in range(n):
             item = value[i]
@@ -239,7 +239,8 @@ def plan(
     start = seen.unchanged_prefix(value) if seen is not None else 0
     unchanged = base.digests[:start] if base is not None and start else ()
     digests, stored_form = codec.dump_items(value, channel=channel, where=where, known=unchanged)
-    appends = base is not None and _extends(digests, base.digests)
+    # Every item of the base still there, unchanged: an append, without comparing digests.
+    appends = base is not None and (start == len(base.digests) or _extends(digests, base.digests))
 
     items: list[ItemRow] = []
     uploads: list[Upload] = []
