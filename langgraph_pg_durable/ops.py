@@ -22,6 +22,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .core import decode, encode
+from .core import lists as list_layout
 from .core.arrays import TextArray
 from .core.codec import Codec, load_json
 from .core.decode import DETAIL_REFS, CheckpointRow
@@ -296,16 +297,14 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = parse_config(config)
         held = self.items.held(key.thread_id, key.checkpoint_ns)
-        # Recent list versions whose every item the cache holds: if the checkpoint holds
-        # one, its chain rows and items are not read at all.
-        cached: dict[str, set[str]] = {}
-        for channel, version in held:
-            cached.setdefault(channel, set()).add(version)
-        known = {
-            (channel, state.version): state
-            for channel, state in self.memory.recent(key.thread_id, key.checkpoint_ns)
-            if state.item_versions <= cached.get(channel, set())
-        }
+        # Recent list versions whose every item the cache holds, or which hold their items
+        # as immutable objects: if the checkpoint holds one, its chain rows and items are
+        # not read at all.
+        known = {}
+        for channel, state in self.memory.recent(key.thread_id, key.checkpoint_ns):
+            state = state.pinned()
+            if list_layout.holds_its_items(state) or {(channel, v) for v in state.item_versions} <= held.keys():
+                known[(channel, state.version)] = state
         return Query(
             f"get_tuple on thread {shown(key.thread_id)}",
             self.sql.get_tuple[(key.checkpoint_id is not None, not held and not known)],

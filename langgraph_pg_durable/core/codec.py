@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import operator
+import os
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -17,13 +19,11 @@ from typing import Any
 import orjson
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from ..errors import DeserializationError, DurableCheckpointError, SerializationError, shown
 from .keys import require_text
-from .msgpack_frame import is_one_object
 from .offload import MAX_INLINE_BYTES
-from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads
+from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads, checked_loads_all, msgpack_loader
 
 Where = str | Callable[[], str]  # names a stored thing in an error; a callable is called only then
 StoredItem = tuple[str, bytes]  # (serializer type, bytes) of one list item, decompressed
@@ -76,14 +76,14 @@ def decode_failure(type_: Any, exc: BaseException) -> str:
 class Codec:
     """The saver's serializer, as every layer below the shells uses it."""
 
-    __slots__ = ("serde", "plain", "_batch_msgpack")
+    __slots__ = ("serde", "plain", "_msgpack")
 
     def __init__(self, serde: SerializerProtocol) -> None:
         self.serde = serde
         # Digests need a deterministic form: under encryption the inner serializer's, since
         # ciphertext differs on every call (the stored bytes are still encrypted).
         self.plain: SerializerProtocol = getattr(serde, "serde", serde) if isinstance(serde, EncryptedSerializer) else serde
-        self._batch_msgpack = type(serde) is JsonPlusSerializer
+        self._msgpack = msgpack_loader(serde)
 
     @property
     def encrypted(self) -> bool:
@@ -158,25 +158,36 @@ class Codec:
             ) from exc
 
     def _load_items(self, raw: Sequence[tuple[str, bytes | None]]) -> list[Any]:
-        """Plain msgpack items of the default serializer decode in one call, framed as one
-        msgpack array (the bytes a whole list would have), which saves a Python call per
-        item on long lists."""
-        if any(is_compressed(t) for t, _ in raw):
+        """Plain msgpack items of the default serializer decode in one C call, framed as
+        one msgpack array (the bytes a whole list would have) ending in a random sentinel:
+        an item whose bytes are not exactly one object shifts the sentinel, and is refused
+        (else it would read as another item). Any other item decodes on its own."""
+        types = set(map(_TYPE, raw))
+        if any(is_compressed(t) for t in types):
             raw = [unpacked(t, d) for t, d in raw]
-        for type_, data in raw:
-            if type_ == "msgpack" and not is_one_object(data or b""):
-                raise ValueError("an item's bytes are not exactly one msgpack object (it would read as another)")
-        count = len(raw)
-        if count > 1 and self._batch_msgpack and all(t == "msgpack" for t, _ in raw):
-            header = (
-                bytes([0x90 | count])
-                if count < 16
-                else (b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16 else b"\xdd" + count.to_bytes(4, "big"))
-            )
-            values = checked_loads(self.serde, ("msgpack", header + b"".join(data or b"" for _, data in raw)))
-            if isinstance(values, list) and len(values) == count:
-                return values
-        return [checked_loads(self.serde, (type_, data or b"")) for type_, data in raw]
+            types = set(map(_TYPE, raw))
+        if self._msgpack is None or types != {"msgpack"}:
+            return [checked_loads(self.serde, (type_, data or b"")) for type_, data in raw]
+        count = len(raw) + 1
+        if count >= 1 << 32:
+            raise ValueError(f"{len(raw):,} items are more than one list holds")
+        header = (
+            bytes([0x90 | count])
+            if count < 16
+            else (b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16 else b"\xdd" + count.to_bytes(4, "big"))
+        )
+        framed = b"".join((header, *(data or b"" for _, data in raw), _SENTINEL))
+        values = checked_loads_all(self._msgpack, framed)
+        if not isinstance(values, list) or len(values) != count or values[-1] != _SENTINEL_VALUE:
+            raise ValueError("an item's bytes are not exactly one msgpack object (it would read as another)")
+        values.pop()
+        return values
+
+
+_TYPE = operator.itemgetter(0)
+# Ends the frame of a batch decode; random per process, so no stored bytes can forge it.
+_SENTINEL_VALUE = os.urandom(16)
+_SENTINEL = b"\xc4\x10" + _SENTINEL_VALUE
 
 
 def _dump(serde: SerializerProtocol, value: Any, *, channel: str, where: str) -> tuple[str, bytes]:

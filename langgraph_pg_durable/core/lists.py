@@ -52,7 +52,8 @@ Location = tuple[str, int]  # version, idx
 
 # Types whose objects cannot change once made, at their top level: the same object is
 # the same item. Other items are compared by identity and by their top-level fields.
-_FROZEN = frozenset({str, bytes, int, float, bool, complex, type(None), tuple, frozenset})
+_SCALARS = frozenset({str, bytes, int, float, bool, complex, type(None)})
+_FROZEN = _SCALARS | {tuple, frozenset}
 _OPAQUE = object()  # the mark of an item whose fields cannot be seen: never taken as unchanged
 
 
@@ -91,24 +92,31 @@ def _same_mark(now: Any, then: Any) -> bool:
 
 class Seen:
     """The item objects a list version was made of, each with its `item_mark` (`marks`
-    None: every item is of a frozen type), and roughly what they weigh (their stored bytes)."""
+    None: every item is of a frozen type), roughly what they weigh (their stored bytes),
+    and whether every one is an immutable scalar (`scalars`: a read may hand them out
+    again instead of decoding their bytes, as nothing can change one in place)."""
 
-    __slots__ = ("objects", "marks", "weight")
+    __slots__ = ("objects", "marks", "weight", "scalars")
 
-    def __init__(self, objects: tuple[Any, ...], marks: tuple[Any, ...] | None, weight: int) -> None:
+    def __init__(self, objects: tuple[Any, ...], marks: tuple[Any, ...] | None, weight: int, scalars: bool = False) -> None:
         self.objects = objects
         self.marks = marks
         self.weight = weight
+        self.scalars = scalars
 
     @classmethod
     def of(cls, value: Sequence[Any], weight: int, *, prefix: Seen | None = None, start: int = 0) -> Seen:
         """The objects of `value`, the marks of its first `start` items taken from `prefix`."""
-        tail = [item_mark(item) for item in value[start:]]
+        tail = value[start:]
+        types = set(map(type, tail))  # at C speed: most lists hold one or two types
+        scalars = types <= _SCALARS and (start == 0 or (prefix is not None and prefix.scalars))
         before = prefix.marks if prefix is not None else None
-        if before is None and all(mark is None for mark in tail):
-            return cls(tuple(value), None, weight)
+        if types <= _FROZEN:
+            if before is None:
+                return cls(tuple(value), None, weight, scalars)
+            return cls(tuple(value), (*before[:start], *(None,) * len(tail)), weight, scalars)
         head = before[:start] if before is not None else (None,) * start
-        return cls(tuple(value), (*head, *tail), weight)
+        return cls(tuple(value), (*head, *map(item_mark, tail)), weight, scalars)
 
     def unchanged_prefix(self, value: Sequence[Any]) -> int:
         """How many of the first items of `value` are these objects, unchanged."""
@@ -155,6 +163,13 @@ class ListState:
         self._digests = digests
         self._raw = raw
         self._item_versions: frozenset[str] | None = None
+
+    def pinned(self) -> ListState:
+        """This state with the objects it holds now (the saver's memory may let go of the
+        original's at any time): a read that relies on them keeps them."""
+        pinned = ListState(self.version, self.chain, self._digests, self.locations, self._raw, self.seen)
+        pinned._item_versions = self.item_versions  # computed once, for both
+        return pinned
 
     def seeing(self, value: Sequence[Any], weight: int) -> ListState:
         """This state, holding `value`'s objects (the list as just decoded from it)."""
@@ -557,6 +572,12 @@ def restore(
     return out
 
 
+def holds_its_items(state: ListState) -> bool:
+    """Whether `state` holds its list's items as immutable objects (see `rebuild`)."""
+    seen = state.seen
+    return seen is not None and seen.scalars and len(seen.objects) == len(state.locations)
+
+
 def rebuild(
     codec: Codec,
     channel: str,
@@ -566,7 +587,10 @@ def rebuild(
     where: str,
 ) -> tuple[list[Any], ListState]:
     """A list version from a state the saver holds and its items' stored bytes, by
-    (channel, version) group, and that state holding the new list's objects."""
+    (channel, version) group, and that state holding the new list's objects; from the
+    objects the state holds when they are immutable scalars, without decoding."""
+    if holds_its_items(state):
+        return list(state.seen.objects), state  # type: ignore[union-attr]
     try:
         found = [raw_items[(channel, version)][idx] for version, idx in state.locations]
     except KeyError:

@@ -10,10 +10,13 @@ error instead of as other data.
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+import ormsgpack
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
@@ -66,11 +69,30 @@ def checked_loads(serde: SerializerProtocol, typed: tuple[str, bytes]) -> Any:
             f"it is not encrypted (type {typed[0]!r}) though the saver's serializer encrypts; a row written "
             "before encryption was turned on reads with accept_plaintext=True"
         )
+    return _refusing_blocked(serde.loads_typed, typed)
+
+
+def msgpack_loader(serde: SerializerProtocol) -> Callable[[bytes], Any] | None:
+    """What `JsonPlusSerializer.loads_typed` does with a "msgpack" value, as one C call
+    (ormsgpack with the serializer's ext hook, so its allowlist), for `checked_loads_all`.
+    None for any other serializer, or one without that hook."""
+    hook = getattr(serde, "_unpack_ext_hook", None) if type(serde) is JsonPlusSerializer else None
+    if hook is None:
+        return None
+    return functools.partial(ormsgpack.unpackb, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
+
+
+def checked_loads_all(load: Callable[[bytes], Any], data: bytes) -> Any:
+    """`load(data)` (a `msgpack_loader`); a blocked type raises BlockedTypeError, as in `checked_loads`."""
+    return _refusing_blocked(load, data)
+
+
+def _refusing_blocked(decode: Callable[[Any], Any], data: Any) -> Any:
     outer = getattr(_decoding, "blocked", None)
     seen: list[SerdeEvent] = []
     _decoding.blocked = seen
     try:
-        value = serde.loads_typed(typed)
+        value = decode(data)
     finally:
         _decoding.blocked = outer
     if seen:

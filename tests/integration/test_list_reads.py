@@ -1,0 +1,65 @@
+"""A warm read of a list hands out again the items the saver holds only when nothing can
+change them in place (strings, numbers, bytes); any other item is decoded afresh, so a
+caller that mutates what it read never changes what the next read returns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from checkpoints import next_put
+from langgraph_pg_durable import DurablePostgresSaver
+from langgraph_pg_durable.core import codec as codec_module
+
+
+def _thread(saver: DurablePostgresSaver, items: list[Any]) -> dict:
+    versions = {"items": saver.get_next_version(None, None)}
+    config = next_put(saver, {"configurable": {"thread_id": "reads", "checkpoint_ns": ""}}, {"items": items}, versions, versions, step=0)
+    grown = {"items": saver.get_next_version(versions["items"], None)}
+    return next_put(saver, config, {"items": [*items, items[0]]}, grown, grown, step=1)
+
+
+def _decodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    load = codec_module.Codec._load_items
+
+    def counting(self: Any, raw: Any) -> list[Any]:
+        calls.append(len(raw))
+        return load(self, raw)
+
+    monkeypatch.setattr(codec_module.Codec, "_load_items", counting)
+    return calls
+
+
+def test_strings_are_handed_out_again_in_a_new_list(pg_dsn: str, schema_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        config = _thread(saver, [f"line {i}" for i in range(300)])
+        decodes = _decodes(monkeypatch)
+        first = saver.get_tuple(config).checkpoint["channel_values"]["items"]  # type: ignore[union-attr]
+        first.append("appended by the caller")
+        second = saver.get_tuple(config).checkpoint["channel_values"]["items"]  # type: ignore[union-attr]
+    assert second == [f"line {i}" for i in range(300)] + ["line 0"]
+    assert decodes == []  # the objects the put was made of, not their bytes
+
+
+@pytest.mark.parametrize(
+    "mutable",
+    [{"role": "user", "content": "hi"}, ["a", "list"], ("a tuple", ["holding", "a list"])],
+    ids=["dict", "list", "tuple-of-list"],
+)
+def test_items_a_caller_can_change_in_place_are_decoded_afresh(pg_dsn: str, schema_name: str, mutable: Any) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        items = [mutable, "plain"] * 100
+        config = _thread(saver, items)
+        read = saver.get_tuple(config).checkpoint["channel_values"]["items"]  # type: ignore[union-attr]
+        inner = read[0] if not isinstance(read[0], tuple) else read[0][1]
+        if isinstance(inner, dict):
+            inner["content"] = "changed by the caller"
+        else:
+            inner.append("changed by the caller")
+        again = saver.get_tuple(config).checkpoint["channel_values"]["items"]  # type: ignore[union-attr]
+        as_stored = saver.serde.loads_typed(saver.serde.dumps_typed(mutable))  # a tuple reads back as a list
+    assert again[0] == as_stored and again[-1] == as_stored
