@@ -332,7 +332,13 @@ class SaverCore(BaseCheckpointSaver[str]):
         before: RunnableConfig | None,
         limit: int | None,
     ) -> HistoryScan:
-        return HistoryScan(self.codec, config, filter=filter, before=before, limit=limit)
+        scan = HistoryScan(self.codec, config, filter=filter, before=before, limit=limit)
+        if scan.one_thread:
+            # The item groups the saver holds the bytes of (of the root graph's lane, when
+            # the walk covers every namespace) are not fetched again.
+            lane = (scan.params["thread_id"], scan.params.get("checkpoint_ns", ""))
+            scan.seed(lane, self.items.held(*lane))
+        return scan
 
     def _page_query(self, scan: HistoryScan) -> Query[list[CheckpointRow]]:
         return Query("list", self.sql.list_page(scan.page_where()), scan.page_params(), scan.take_page)

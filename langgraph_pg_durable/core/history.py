@@ -73,7 +73,9 @@ class HistoryScan:
         self.filter = dict(filter) if filter else None
         self.recheck_all = filter_needs_recheck(self.filter)
         self.remaining = limit
-        self.page_size = FIRST_PAGE
+        # A limit within one page is one page (two statements); an unlimited walk starts
+        # small, for a caller that breaks out early, and grows.
+        self.page_size = FIRST_PAGE if limit is None else max(1, min(limit, LARGEST_PAGE))
         self.cursor: tuple[str, str, str] | None = None
         self.done = limit is not None and limit <= 0
         self.values: dict[ValueKey, Any] = {}
@@ -82,6 +84,9 @@ class HistoryScan:
         # the groups (thread, namespace, channel, version) they came in are not fetched again.
         self.items: dict[tuple[str, str], dict[str, dict[tuple[str, int], Any]]] = {}
         self.item_groups: set[tuple[str, str, str, str]] = set()
+        # Item groups the saver holds the bytes of (see `seed`), decoded into `items` the
+        # first time a page of their lane is read.
+        self.seeded: dict[tuple[str, str], Mapping[tuple[str, str], list_layout.RawItems]] = {}
         # By checkpoint id, the channels whose values a read fetched when it fetched only
         # some (get_delta_channel_history's seeds); None: every value the rows hold.
         self.required: dict[str, set[str]] | None = None
@@ -116,6 +121,13 @@ class HistoryScan:
             wheres.append("checkpoint_id < %(before_id)s")
             self.params["before_id"] = before_id
         self.base_where = wheres
+
+    def seed(self, lane: tuple[str, str], groups: Mapping[tuple[str, str], list_layout.RawItems]) -> None:
+        """Item groups of `lane` whose stored bytes the caller holds, by (channel, version):
+        no page fetches them; they are decoded (once per scan) when a page needs its lane."""
+        if groups:
+            self.seeded[lane] = groups
+            self.item_groups.update((*lane, channel, version) for channel, version in groups)
 
     # -- page of checkpoint rows --------------------------------------------------------
 
@@ -178,6 +190,8 @@ class HistoryScan:
     def tuples(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[CheckpointTuple]:
         """The page's CheckpointTuples, decoding each value (and each list item) once per scan."""
         details = gather_details(self.codec, detail_rows)
+        for lane in [lane for lane in self.seeded if lane in details.wanted or any(k[:2] == lane for k in details.writes)]:
+            self._decoded_items(lane, self.seeded.pop(lane))
         fresh = details.values
         writes = details.writes
         raw_items = details.raw_items

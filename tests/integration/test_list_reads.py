@@ -63,3 +63,28 @@ def test_items_a_caller_can_change_in_place_are_decoded_afresh(pg_dsn: str, sche
         again = saver.get_tuple(config).checkpoint["channel_values"]["items"]  # type: ignore[union-attr]
         as_stored = saver.serde.loads_typed(saver.serde.dumps_typed(mutable))  # a tuple reads back as a list
     assert again[0] == as_stored and again[-1] == as_stored
+
+
+def test_a_history_walk_does_not_fetch_the_items_the_saver_holds(pg_dsn: str, schema_name: str) -> None:
+    def walk(saver: DurablePostgresSaver) -> tuple[list[Any], int]:
+        rows: list[int] = []
+        send = saver._send
+
+        def counting(conn: Any, query: Any) -> Any:
+            fetched = send(conn, query)
+            if "known" in query.params:  # a page's details
+                rows.append(len(fetched))
+            return fetched
+
+        saver._send = counting  # type: ignore[method-assign]
+        found = [t.checkpoint["channel_values"]["items"] for t in saver.list({"configurable": {"thread_id": "reads"}}, limit=5)]
+        return found, sum(rows)
+
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        _thread(saver, [{"n": i} for i in range(300)])  # items the saver holds the bytes of, not the objects
+        warm, warm_rows = walk(saver)
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        cold, cold_rows = walk(fresh)
+    assert warm == cold and len(warm[0]) == 301
+    assert warm_rows < 10 < 300 < cold_rows  # the value rows alone, against every item too
