@@ -107,13 +107,19 @@ def exchange(conn: Any, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> 
     back those before it), and return the rows of the last; raises the first error."""
     pgconn = conn.pgconn
     tx = Transformer.from_context(conn)
-    prepared = _session(conn)
+    # psycopg's prepare_threshold=None: no server-side prepared statements (PgBouncer in
+    # transaction mode moves a client between server sessions); each goes unnamed.
+    prepared = _session(conn) if conn.prepare_threshold is not None else None
     sent: list[tuple[bytes, bool]] = []  # (name, whether a Parse went before it)
     pgconn.enter_pipeline_mode()
     try:
         for query, params in statements:
             converted = convert(query)
             values = tx.dump_sequence([params[name] for name in converted.names], converted.formats)
+            if prepared is None:
+                pgconn.send_query_params(converted.text, values, tx.types, tx.formats, pq.Format.BINARY)
+                sent.append((b"", False))
+                continue
             key = (converted.text, tuple(tx.types or ()))
             name = prepared.names.get(key)
             fresh = name is None

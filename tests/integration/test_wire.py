@@ -95,3 +95,18 @@ def test_the_async_shell_drives_the_same_flight(pg_dsn: str) -> None:
             return await conn.wait(wire.exchange(conn, [("SELECT %(a)s::int + 1", {"a": 41})]))
 
     assert asyncio.run(run()) == [(42,)]
+
+
+def test_without_prepared_statements_nothing_is_prepared_on_the_server(pg_dsn: str, schema_name: str) -> None:
+    """prepare_threshold=None (PgBouncer in transaction mode): every statement goes unnamed."""
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, prepare_threshold=None, max_size=1) as saver:
+        saver.setup()
+        config: dict = {"configurable": {"thread_id": "unnamed", "checkpoint_ns": ""}}
+        versions: dict[str, str] = {}
+        for step in range(8):  # past any threshold
+            versions = {"doc": saver.get_next_version(versions.get("doc"), None)}
+            config = next_put(saver, config, {"doc": {"step": step}}, versions, versions, step=step)
+            saver.put_writes(config, [("doc", {"step": step})], f"task-{step}")
+            assert saver.get_tuple(config) is not None
+        with saver.conn.connection() as conn:  # type: ignore[union-attr]
+            assert conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone() == (0,)
