@@ -163,18 +163,24 @@ class AsyncDurablePostgresSaver(SaverCore):
         `prepare_threshold=None` turns server-side prepared statements off, as PgBouncer
         in transaction mode requires.
         """
+        savers: list[AsyncDurablePostgresSaver] = []
+
+        async def configure(conn: AsyncConnection) -> None:
+            if savers:
+                await savers[0]._warm_up(conn)
+
         pool = AsyncConnectionPool(
             conn_string,
             min_size=min_size,
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True, "prepare_threshold": prepare_threshold},
+            configure=configure,
             open=False,
             name="langgraph-pg-durable",
         )
-        await pool.open(wait=True, timeout=timeout)
         try:
-            yield cls(
+            saver = cls(
                 pool,
                 schema=schema,
                 serde=serde,
@@ -192,6 +198,9 @@ class AsyncDurablePostgresSaver(SaverCore):
                 accept_plaintext=accept_plaintext,
                 action_log=action_log,
             )
+            savers.append(saver)
+            await pool.open(wait=True, timeout=timeout)
+            yield saver
         finally:
             await pool.close()
 
@@ -276,6 +285,26 @@ class AsyncDurablePostgresSaver(SaverCore):
                         await cur.execute(query.sql, query.params)
             # Leaving the pipeline synced it: the results are here.
             return await cur.fetchall() if has_rows(cur) else []
+
+    async def _warm_up(self, conn: AsyncConnection) -> None:
+        """Run the reads a new saver's first calls make on a new connection of the saver's
+        own pool, before the pool hands it out (see SaverCore._warm_up_statements): the
+        server parses and plans them, and loads their catalogs, here rather than in the
+        caller's first read (~10 ms on a new server session). Best effort: before setup()
+        there is nothing to read, and past a lock held on a table it waits 100 ms at
+        most; either way the connection is handed out as it is."""
+        if not wire.usable(conn) or conn.prepare_threshold is None:
+            return
+        try:
+            # Never held up by a lock (a migration's, a LOCK TABLE): the pool would stall.
+            await conn.execute("SET lock_timeout = '100ms'")
+            try:
+                # Six runs each: the server's plan cache then keeps a generic plan.
+                await conn.wait(wire.exchange(conn, self._warm_up_statements() * 6))
+            finally:
+                await conn.execute("RESET lock_timeout")
+        except errors.Error:
+            pass
 
     async def _send_with_uploads(self, conn: AsyncConnection, query: Query[Any]) -> list[Any]:
         """Store the objects the statement references, then send it, in one transaction that

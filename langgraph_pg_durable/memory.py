@@ -8,6 +8,7 @@ are the only stateful, locked part below the shells; the core they feed is pure.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -17,6 +18,7 @@ from .core.codec import is_compressed, unpacked
 from .core.lists import ListState, Location, RawItems
 
 DEFAULT_ITEM_CACHE_BYTES = 64 << 20
+_DATA = operator.itemgetter(1)
 DEFAULT_SEEN_BYTES = 64 << 20
 
 
@@ -172,24 +174,36 @@ class ItemCache:
 
     def add(self, thread_id: str, ns: str, channel: str, version: str, items: RawItems) -> None:
         """Hold a group's items, decompressed: a warm read then never inflates them again."""
-        if not items or not self.max_bytes:
+        self.add_groups(thread_id, ns, {(channel, version): items})
+
+    def add_groups(self, thread_id: str, ns: str, groups: Mapping[tuple[str, str], RawItems], *, inflated: bool = False) -> None:
+        """Hold these groups' items (by (channel, version)), decompressed unless they are
+        `inflated` already (as a read fetched them); one lock for them all."""
+        if not groups or not self.max_bytes:
             return
-        if any(is_compressed(type_) for type_, _ in items.values()):
-            items = {idx: unpacked(type_, data) for idx, (type_, data) in items.items()}
-        size = sum(len(data) for _, data in items.values())
-        if not items or size > self.max_bytes // 8:
+        limit = self.max_bytes // 8
+        ready = []
+        for key, items in groups.items():
+            if not items:
+                continue
+            if not inflated and any(is_compressed(type_) for type_, _ in items.values()):
+                items = {idx: unpacked(type_, data) for idx, (type_, data) in items.items()}
+            size = sum(map(len, map(_DATA, items.values())))
+            if size <= limit:
+                ready.append((key, items, size))
+        if not ready:
             return
         with self._lock:
-            groups = self._threads.setdefault((thread_id, ns), OrderedDict())
+            lane = self._threads.setdefault((thread_id, ns), OrderedDict())
             self._threads.move_to_end((thread_id, ns))
-            if (channel, version) in groups:
-                return
-            groups[(channel, version)] = items
-            self._bytes += size
+            for key, items, size in ready:
+                if key not in lane:
+                    lane[key] = items
+                    self._bytes += size
             while self._bytes > self.max_bytes and self._threads:
                 oldest_thread, oldest_groups = next(iter(self._threads.items()))
                 _, old = oldest_groups.popitem(last=False)
-                self._bytes -= sum(len(data) for _, data in old.values())
+                self._bytes -= sum(map(len, map(_DATA, old.values())))
                 if not oldest_groups:
                     del self._threads[oldest_thread]
 

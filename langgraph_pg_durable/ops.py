@@ -52,6 +52,9 @@ from .sql.statements import Statements
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 GC_BATCH = 1000  # object keys checked against the tables per statement
+# The thread a new connection's warm-up reads (see _warm_up_statements): none holds this id
+# in practice, and a read of one that did would only return it.
+WARM_UP_THREAD = "langgraph-pg-durable warm-up 8c1d0f4e"
 
 
 def _keep_params(keep: Iterable[tuple[str, str, str]]) -> dict[str, TextArray]:
@@ -244,8 +247,7 @@ class SaverCore(BaseCheckpointSaver[str]):
                 return None
             self._remember_lists(thread_id, ns, states)
             self.memory.holds(thread_id, ns, checkpoint_id, checkpoint["channel_versions"])
-            for (channel, version), group in groups.items():
-                self.items.add(thread_id, ns, channel, version, group)
+            self.items.add_groups(thread_id, ns, groups)
             return next_config
 
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
@@ -280,8 +282,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             self.memory.offer(thread_id, ns, checkpoint_id, channel, offered)
 
         def stored(fetched: Sequence[Any]) -> bool:
-            for (channel, version), group in groups.items():
-                self.items.add(thread_id, ns, channel, version, group)
+            self.items.add_groups(thread_id, ns, groups)
             return bool(fetched)
 
         if built.packed is not None:
@@ -317,8 +318,7 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _restored(self, key: CheckpointKey, read: decode.TupleRead) -> CheckpointTuple | None:
         """A get_tuple's tuple, after the caches learned what the read brought."""
         self._remember_lists(key.thread_id, key.checkpoint_ns, read.states)
-        for (channel, version), group in read.fetched.items():
-            self.items.add(key.thread_id, key.checkpoint_ns, channel, version, group)
+        self.items.add_groups(key.thread_id, key.checkpoint_ns, read.fetched, inflated=True)
         found = read.found
         if found is not None:
             self.memory.holds(key.thread_id, key.checkpoint_ns, found.checkpoint["id"], found.checkpoint["channel_versions"])
@@ -339,6 +339,21 @@ class SaverCore(BaseCheckpointSaver[str]):
             lane = (scan.params["thread_id"], scan.params.get("checkpoint_ns", ""))
             scan.seed(lane, self.items.held(*lane))
         return scan
+
+    def _warm_up_statements(self) -> list[tuple[str, Mapping[str, Any]]]:
+        """The reads a new saver's first calls send (get_tuple of a thread's newest
+        checkpoint, cold and warm, a thread's first history page and its details), for a
+        thread that holds nothing: run on a new pool connection, they leave it with these
+        statements parsed and planned once, and the catalogs they touch loaded."""
+        config: RunnableConfig = {"configurable": {"thread_id": WARM_UP_THREAD, "checkpoint_ns": ""}}
+        key = parse_config(config)
+        scan = HistoryScan(self.codec, config, filter=None, before=None, limit=None)
+        return [
+            (self.sql.get_tuple[(False, True)], encode.get_tuple_params(key, {}, {})),
+            (self.sql.get_tuple[(False, False)], encode.get_tuple_params(key, {}, {})),
+            (self.sql.list_page(scan.page_where()), scan.page_params()),
+            (self.sql.page_details, scan.details_params([])),
+        ]
 
     def _page_query(self, scan: HistoryScan) -> Query[list[CheckpointRow]]:
         return Query("list", self.sql.list_page(scan.page_where()), scan.page_params(), scan.take_page)

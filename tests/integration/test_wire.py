@@ -110,3 +110,21 @@ def test_without_prepared_statements_nothing_is_prepared_on_the_server(pg_dsn: s
             assert saver.get_tuple(config) is not None
         with saver.conn.connection() as conn:  # type: ignore[union-attr]
             assert conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone() == (0,)
+
+
+def test_a_new_pool_connection_is_handed_out_with_the_first_reads_prepared(pg_dsn: str, schema_name: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, max_size=1) as saver:
+        # Before setup() the warm-up finds no tables: the connection is handed out as it is.
+        with saver.conn.connection() as conn:  # type: ignore[union-attr]
+            assert conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone() == (0,)
+        saver.setup()
+        versions = {"doc": saver.get_next_version(None, None)}
+        next_put(saver, {"configurable": {"thread_id": "warm", "checkpoint_ns": ""}}, {"doc": {"v": 1}}, versions, versions, step=0)
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, max_size=1) as fresh:
+        with fresh.conn.connection() as conn:  # type: ignore[union-attr]
+            prepared = conn.execute("SELECT statement FROM pg_prepared_statements").fetchall()
+            assert conn.execute("SHOW lock_timeout").fetchone() == ("0",)  # the warm-up's own, reset
+        assert sum("WITH target AS" in s for (s,) in prepared) == 2  # get_tuple, cold and warm
+        assert any("WITH vals AS" in s for (s,) in prepared)  # a history page's details
+        got = fresh.get_tuple({"configurable": {"thread_id": "warm"}})
+        assert got is not None and got.checkpoint["channel_values"] == {"doc": {"v": 1}}
