@@ -352,7 +352,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             (self.sql.get_tuple[(False, True)], encode.get_tuple_params(key, {}, {})),
             (self.sql.get_tuple[(False, False)], encode.get_tuple_params(key, {}, {})),
             (self.sql.list_page(scan.page_where()), scan.page_params()),
-            (self.sql.page_details, scan.details_params([])),
+            (self.sql.page_details[True], {**scan.details_params([]), "thread_id": key.thread_id}),
         ]
 
     def _page_query(self, scan: HistoryScan) -> Query[list[CheckpointRow]]:
@@ -364,10 +364,14 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _tuples_query(
         self, operation: str, scan: HistoryScan, page: list[CheckpointRow], params: Mapping[str, Any]
     ) -> Query[list[CheckpointTuple]]:
-        """`Statements.page_details` for `page`, decoded into its CheckpointTuples by `scan`."""
+        """`Statements.page_details` for `page`, decoded into its CheckpointTuples by `scan`;
+        anchored on the thread when the page is of one (see `sql.reads.page_details`)."""
+        threads = {*params["v_threads"], *params["w_threads"]}
+        if len(threads) == 1:
+            params = {**params, "thread_id": threads.pop()}
         return Query(
             operation,
-            self.sql.page_details,
+            self.sql.page_details["thread_id" in params],
             params,
             lambda fetched: scan.tuples(page, fetched),
             references=lambda fetched: scan.references(page, fetched),

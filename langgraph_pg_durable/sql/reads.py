@@ -269,9 +269,22 @@ ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC
 LIMIT %(page_size)s"""
 
 
-def page_details(q: str) -> str:
+def page_details(q: str, *, one_thread: bool = False) -> str:
     """The values (by exact key), the list rows and items they need, and the pending writes
-    of one page's checkpoints, as `Detail` rows (no checkpoint row: the page has those)."""
+    of one page's checkpoints, as `Detail` rows (no checkpoint row: the page has those).
+
+    `one_thread`: every key is of the thread `thread_id`, and each table is read anchored
+    on it, so a distributed Postgres (tables distributed by thread_id) sends the statement
+    to that thread's shard alone instead of to every shard."""
+    v, w, i = (
+        (
+            " AND v.thread_id = %(thread_id)s",
+            " AND w.thread_id = %(thread_id)s",
+            " AND i.thread_id = %(thread_id)s",
+        )
+        if one_thread
+        else ("", "", "")
+    )
     return f"""
 WITH vals AS MATERIALIZED (
     SELECT v.thread_id, v.checkpoint_ns, v.channel, v.version, v.type, v.value,
@@ -280,7 +293,7 @@ WITH vals AS MATERIALIZED (
                 %(v_versions)b::text[]) AS k(thread_id, checkpoint_ns, channel, version)
     JOIN {q}.channel_values v
       ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
-     AND v.channel = k.channel AND v.version = k.version
+     AND v.channel = k.channel AND v.version = k.version{v}
 ), links AS MATERIALIZED (
     SELECT v.thread_id, v.checkpoint_ns, v.channel, v.version, v.type, v.value,
            v.object_key, v.object_sha256, v.object_size, v.list_chain, v.item_versions
@@ -288,7 +301,7 @@ WITH vals AS MATERIALIZED (
           FROM vals l, unnest(l.list_chain) AS x(version)) AS k
     JOIN {q}.channel_values v
       ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
-     AND v.channel = k.channel AND v.version = k.version
+     AND v.channel = k.channel AND v.version = k.version{v}
 ), writes AS MATERIALIZED (
     SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel, w.task_path, w.idx,
            w.type, w.value, w.object_key, w.object_sha256, w.object_size, w.item_version
@@ -296,7 +309,7 @@ WITH vals AS MATERIALIZED (
         AS k(thread_id, checkpoint_ns, checkpoint_id)
     JOIN {q}.checkpoint_writes w
       ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns
-     AND w.checkpoint_id = k.checkpoint_id
+     AND w.checkpoint_id = k.checkpoint_id{w}
 ), item_keys AS MATERIALIZED (
     SELECT r.thread_id, r.checkpoint_ns, r.channel, x.version
     FROM (SELECT thread_id, checkpoint_ns, channel, item_versions FROM vals
@@ -331,7 +344,7 @@ SELECT {
 FROM item_keys k
 JOIN {q}.channel_items i
   ON i.thread_id = k.thread_id AND i.checkpoint_ns = k.checkpoint_ns
- AND i.channel = k.channel AND i.version = k.version
+ AND i.channel = k.channel AND i.version = k.version{i}
 UNION ALL
 SELECT {
         _detail(

@@ -52,7 +52,8 @@ class Statements:
         self.get_tuple = {
             (by_id, cold): compact(reads.get_tuple(q, by_id=by_id, cold=cold)) for by_id in (False, True) for cold in (False, True)
         }
-        self.page_details = compact(reads.page_details(q))
+        # By whether the page is of one thread (then anchored on it).
+        self.page_details = {one: compact(reads.page_details(q, one_thread=one)) for one in BOTH}
         self.latest_checkpoints = reads.latest_checkpoints(q)
         self.run_threads = reads.run_threads(q)
         self.run_lanes = reads.run_lanes(q)

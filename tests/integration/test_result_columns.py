@@ -36,7 +36,8 @@ def test_the_server_names_every_read_column_as_declared(pg_dsn: str, schema_name
             "w_checkpoints": empty,
             "known": "[]",
         }
-        assert _columns(conn, statements.page_details, page) == detail
+        assert _columns(conn, statements.page_details[False], page) == detail
+        assert _columns(conn, statements.page_details[True], {**page, "thread_id": "t"}) == detail
         checkpoint = list(CheckpointColumn.names())
         assert _columns(conn, statements.list_page(""), {"page_size": 1}) == checkpoint
         assert _columns(conn, statements.latest_checkpoints, {"thread_ids": ["t"]}) == checkpoint

@@ -53,7 +53,7 @@ def _branches(sql: str) -> list[str]:
 
 def test_every_branch_of_the_detail_reads_has_the_declared_columns() -> None:
     statements = Statements("s")
-    for sql in (*statements.get_tuple.values(), statements.page_details):
+    for sql in (*statements.get_tuple.values(), *statements.page_details.values()):
         branches = _branches(sql)
         assert len(branches) >= 4
         first = branches[0].split(",")
@@ -67,7 +67,7 @@ LONGEST_SCHEMA = "s" * 63  # PostgreSQL's identifier limit
 def _hot(statements: Statements) -> list[str]:
     return [
         *statements.get_tuple.values(),
-        statements.page_details,
+        *statements.page_details.values(),
         *statements.put.values(),
         *statements.put_writes.values(),
         *statements.put_writes_items.values(),
@@ -92,7 +92,8 @@ def test_compaction_leaves_every_string_literal_as_written() -> None:
     statements = Statements("s")
     for raw, compacted in (
         (reads.get_tuple('"s"', by_id=True), statements.get_tuple[(True, False)]),
-        (reads.page_details('"s"'), statements.page_details),
+        (reads.page_details('"s"'), statements.page_details[False]),
+        (reads.page_details('"s"', one_thread=True), statements.page_details[True]),
     ):
         code = re.sub(r"--[^\n]*", "", raw)  # comments may hold apostrophes
         assert re.findall(r"'[^']*'", compacted) == re.findall(r"'[^']*'", code)
