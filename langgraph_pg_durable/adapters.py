@@ -105,12 +105,13 @@ class _Int8ArrayDumper(_ArrayDumper):
         return lambda value: _INT8.pack(8, value)
 
 
-for _cls, _dumper in (
-    (TextArray, _TextArrayDumper),
-    (ByteaArray, _ByteaArrayDumper),
-    (Int4Array, _Int4ArrayDumper),
-    (Int8Array, _Int8ArrayDumper),
-):
+ARRAY_DUMPERS: dict[type, type[_ArrayDumper]] = {
+    TextArray: _TextArrayDumper,
+    ByteaArray: _ByteaArrayDumper,
+    Int4Array: _Int4ArrayDumper,
+    Int8Array: _Int8ArrayDumper,
+}
+for _cls, _dumper in ARRAY_DUMPERS.items():
     psycopg.adapters.register_dumper(_cls, _dumper)
 
 

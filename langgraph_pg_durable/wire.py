@@ -14,6 +14,7 @@ in autocommit takes this path; any other is the caller's to drive the usual way.
 from __future__ import annotations
 
 import re
+import struct
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from typing import Any
 from psycopg import errors, generators, pq
 from psycopg.abc import PQGen
 from psycopg.adapt import PyFormat, Transformer
+
+from . import adapters
 
 _PLACEHOLDER = re.compile(rb"%\((\w+)\)([sb])|%%|%")
 _FORMATS = {b"s": PyFormat.AUTO, b"b": PyFormat.BINARY}
@@ -81,6 +84,51 @@ _sessions: weakref.WeakKeyDictionary[Any, _Prepared] = weakref.WeakKeyDictionary
 _serial = iter(range(1, 1 << 62))
 
 
+_INT2, _INT4, _INT8 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!q")
+_TEXT, _BINARY = pq.Format.TEXT, pq.Format.BINARY
+_ARRAYS = {cls: dumper(cls) for cls, dumper in adapters.ARRAY_DUMPERS.items()}  # utf-8 text
+
+
+def _dumped(values: Sequence[Any], formats: Sequence[PyFormat]) -> tuple[list[bytes | None], tuple[int, ...], list[pq.Format]] | None:
+    """The parameters as psycopg's Transformer would send them (the same bytes, formats
+    and types: a str as text of unknown type, an int as the smallest integer type that
+    holds it, our typed arrays in binary), without its per-parameter dispatch; None when
+    one is of a type it does not know (then the Transformer sends them all)."""
+    data: list[bytes | None] = []
+    oids: list[int] = []
+    sent: list[pq.Format] = []
+    for value, fmt in zip(values, formats):
+        one = _one(value, fmt)
+        if one is None:
+            return None
+        data.append(one[0])
+        oids.append(one[1])
+        sent.append(one[2])
+    return data, tuple(oids), sent
+
+
+def _one(value: Any, fmt: PyFormat) -> tuple[bytes | None, int, pq.Format] | None:
+    kind = type(value)
+    if value is None:
+        return None, 0, _TEXT
+    if kind is str and fmt is PyFormat.AUTO:
+        return value.encode(), 0, _TEXT
+    if kind is int:
+        if -(1 << 15) <= value < 1 << 15:
+            return _INT2.pack(value), 21, _BINARY
+        if -(1 << 31) <= value < 1 << 31:
+            return _INT4.pack(value), 23, _BINARY
+        if -(1 << 63) <= value < 1 << 63:
+            return _INT8.pack(value), 20, _BINARY
+        return None
+    if kind is bool:
+        return (b"\x01" if value else b"\x00"), 16, _BINARY
+    if kind is bytes:
+        return value, 17, _BINARY
+    array = _ARRAYS.get(kind)
+    return (array.dump(value), array.oid, _BINARY) if array is not None else None
+
+
 def usable(conn: Any) -> bool:
     """Whether `conn` can take this path: autocommit, idle, not in a pipeline of its own."""
     pgconn = conn.pgconn
@@ -110,23 +158,30 @@ def exchange(conn: Any, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> 
     # psycopg's prepare_threshold=None: no server-side prepared statements (PgBouncer in
     # transaction mode moves a client between server sessions); each goes unnamed.
     prepared = _session(conn) if conn.prepare_threshold is not None else None
+    utf8 = conn.info.encoding == "utf-8"
     sent: list[tuple[bytes, bool]] = []  # (name, whether a Parse went before it)
     pgconn.enter_pipeline_mode()
     try:
         for query, params in statements:
             converted = convert(query)
-            values = tx.dump_sequence([params[name] for name in converted.names], converted.formats)
+            given = [params[name] for name in converted.names]
+            fast = _dumped(given, converted.formats) if utf8 else None
+            if fast is None:
+                values = tx.dump_sequence(given, converted.formats)
+                types, formats = tuple(tx.types or ()), list(tx.formats or ())
+            else:
+                values, types, formats = fast
             if prepared is None:
-                pgconn.send_query_params(converted.text, values, tx.types, tx.formats, pq.Format.BINARY)
+                pgconn.send_query_params(converted.text, values, types, formats, pq.Format.BINARY)
                 sent.append((b"", False))
                 continue
-            key = (converted.text, tuple(tx.types or ()))
+            key = (converted.text, types)
             name = prepared.names.get(key)
             fresh = name is None
             if name is None:
                 name = b"lgpd_%d" % next(_serial)
-                pgconn.send_prepare(name, converted.text, param_types=tx.types)
-            pgconn.send_query_prepared(name, values, param_formats=tx.formats, result_format=pq.Format.BINARY)
+                pgconn.send_prepare(name, converted.text, param_types=types)
+            pgconn.send_query_prepared(name, values, param_formats=formats, result_format=pq.Format.BINARY)
             sent.append((name, fresh))
             if fresh:
                 prepared.names[key] = name

@@ -1,10 +1,13 @@
-"""`wire.convert`: the hot path's query texts in PostgreSQL's numbered form, without a server."""
+"""`wire`'s pure parts, without a server: query texts in PostgreSQL's numbered form, and
+parameters dumped as psycopg would dump them."""
 
 from __future__ import annotations
 
 import pytest
-from psycopg.adapt import PyFormat
+from psycopg.adapt import PyFormat, Transformer
 
+from langgraph_pg_durable import wire
+from langgraph_pg_durable.core.arrays import ByteaArray, Int4Array, Int8Array, TextArray
 from langgraph_pg_durable.wire import convert
 
 
@@ -30,3 +33,24 @@ def test_placeholders_it_cannot_number_are_refused(query: str, message: str) -> 
 
 def test_the_conversion_is_cached_by_text() -> None:
     assert convert("SELECT %(z)s") is convert("SELECT %(z)s")
+
+
+VALUES = ["é and text", "", 0, -1, 2**15 - 1, 2**15, -(2**31), 2**31, 2**63 - 1, -(2**63), None, True, False, b"\x00\xff", b""]
+ARRAYS = [TextArray(["a", None, "日本"]), ByteaArray([b"x", None]), Int4Array([1, -(2**31)]), Int8Array([None, 2**62]), TextArray([])]
+
+
+def test_parameters_are_sent_as_psycopgs_transformer_would_send_them() -> None:
+    values = [*VALUES, *ARRAYS]
+    formats = [PyFormat.AUTO] * len(VALUES) + [PyFormat.BINARY] * len(ARRAYS)
+    tx = Transformer()
+    expected = tx.dump_sequence(values, formats)
+    fast = wire._dumped(values, formats)
+    assert fast is not None
+    data, types, sent = fast
+    assert [None if d is None else bytes(d) for d in data] == [None if d is None else bytes(d) for d in expected]
+    assert types == tuple(tx.types) and sent == list(tx.formats)
+
+
+@pytest.mark.parametrize("value", [1.5, 2**70, {"a": 1}, bytearray(b"x"), ["plain", "list"]], ids=repr)
+def test_a_parameter_of_another_type_goes_through_the_transformer(value: object) -> None:
+    assert wire._dumped(["text", value], [PyFormat.AUTO, PyFormat.AUTO]) is None
