@@ -307,17 +307,58 @@ class AsyncDurablePostgresSaver(SaverCore):
             pass
 
     async def _send_with_uploads(self, conn: AsyncConnection, query: Query[Any]) -> list[Any]:
-        """Store the objects the statement references, then send it, in one transaction that
-        holds gc's lock shared from before the first upload to the commit: gc() (which holds
-        it exclusively while it checks references and deletes) never runs between an upload
-        and the row that references it. Several round trips; only puts of large values pay them."""
-        async with conn.transaction(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
-            await cur.execute(self.sql.GC_SHARE, {"gc_key": self._gc_key})
-            if query.locks:
-                await cur.execute(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
-            await self.objects.store_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
-            await cur.execute(query.sql, query.params)
-            return await cur.fetchall() if has_rows(cur) else []
+        """Send the statement while the objects it references upload, and commit only once
+        every one is confirmed. The transaction holds gc's lock shared from before the first
+        upload to the commit: gc() (which holds it exclusively while it checks references and
+        deletes) never runs between an upload and the row that references it.
+
+        On an idle autocommit connection, flights through `wire`: the begin with the locks,
+        the statement alongside the uploads, the commit; when every object was confirmed
+        recently (a checkpoint referencing the value its task's write just stored), the
+        statement goes with the locks and the commit follows."""
+        objects: AsyncObjectStorage | None = self.objects
+        assert objects is not None
+        locks: list[tuple[str, Mapping[str, Any]]] = [(self.sql.GC_SHARE, {"gc_key": self._gc_key})]
+        if query.locks:
+            locks.append((self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)}))
+        if not wire.usable(conn):
+            async with conn.transaction(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
+                for statement, params in locks:
+                    await cur.execute(statement, params)
+
+                async def send_by_cursor() -> list[Any]:
+                    await cur.execute(query.sql, query.params)
+                    return await cur.fetchall() if has_rows(cur) else []
+
+                return await objects.store_alongside(query.uploads, send_by_cursor)  # claimed under gc's lock
+
+        async def send() -> list[Any]:
+            return await conn.wait(wire.exchange(conn, [(query.sql, query.params)]))
+
+        async def transaction() -> list[Any]:
+            try:
+                if objects.confirmed(query.uploads):  # likely nothing to upload: the statement goes with the locks
+                    fetched = await conn.wait(wire.exchange(conn, [("BEGIN", {}), *locks, (query.sql, query.params)]))
+                    await objects.store_all(query.uploads)  # claimed under gc's lock: uploads any no longer confirmed
+                else:
+                    await conn.wait(wire.exchange(conn, [("BEGIN", {}), *locks]))
+                    fetched = await objects.store_alongside(query.uploads, send)  # claimed under gc's lock
+                await conn.wait(wire.exchange(conn, [("COMMIT", {})]))
+            except BaseException:
+                if not conn.broken and not wire.usable(conn):  # the transaction is still open
+                    try:
+                        await conn.wait(wire.exchange(conn, [("ROLLBACK", {})]))
+                    except Exception:  # the first error is the one to raise; a pool drops the connection
+                        pass
+                raise
+            return fetched
+
+        async with conn.lock:
+            try:
+                return await transaction()
+            except errors.InvalidSqlStatementName:
+                # The session lost the statements we prepared (see _send): prepare them again, once.
+                return await transaction()
 
     # -- schema -----------------------------------------------------------------------
 

@@ -11,10 +11,11 @@ uploads and recently read payloads (`memory.PayloadCache`).
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import obstore
 
@@ -22,6 +23,12 @@ from .errors import ObjectStoreError, shown
 from .core.offload import ObjectRef, Upload, verify
 from .memory import PayloadCache
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, first_line, is_missing, old_keys
+
+T = TypeVar("T")
+# What `store_alongside` runs while it uploads: a call that sends a statement.
+Send = Callable[[], T]
+# Statements (and, apart, uploads) the sync saver runs alongside its callers' threads at once.
+WORKER_THREADS = 32
 
 
 class ObjectStorage:
@@ -41,15 +48,47 @@ class ObjectStorage:
         self._inflight: dict[str, threading.Event] = {}
         # The sync saver's threads claim concurrently.
         self._lock = threading.Lock()
+        # Where `store_alongside` sends the statement, and `store_all` uploads all but the first
+        # object. Two pools: an upload never queues behind a statement waiting for a row lock.
+        self._senders = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="lgpd-send")
+        self._uploaders = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="lgpd-upload")
 
     # -- uploads -------------------------------------------------------------------------
     # LangGraph saves a task's writes and the next checkpoint concurrently, and both hold
     # the same value: an upload in flight is waited for, not repeated.
 
+    def confirmed(self, uploads: Sequence[Upload]) -> bool:
+        """Whether every object was confirmed recently: a hint for how to send the statement
+        (a claim under gc's lock, in `store_all` or `store_alongside`, decides)."""
+        return all(self._claim(u.ref.key) is False for u in uploads)
+
+    def store_alongside(self, uploads: Sequence[Upload], send: Send[T]) -> T:
+        """Upload `uploads` while `send()` runs (it sends, uncommitted, the statement that
+        references them); its result once every object is confirmed, or the error of one
+        that failed. Objects confirmed recently are not uploaded: then `send()` runs alone.
+        When `send()` raises, the uploads it overlapped still finish first."""
+        pending = [u for u in self._distinct(uploads) if self._claim(u.ref.key) is not False]
+        if not pending:
+            return send()
+        # The statement goes to a worker, so that this thread starts the first upload at once.
+        sent = self._senders.submit(send)
+        try:
+            self.store_all(pending)
+        finally:
+            wait([sent])
+        return sent.result()
+
     def store_all(self, uploads: Sequence[Upload]) -> None:
         """Upload and confirm every object before the caller writes rows that reference them."""
-        for upload in self._distinct(uploads):
-            self._store(upload)
+        pending = self._distinct(uploads)
+        others = [self._uploaders.submit(self._store, u) for u in pending[1:]]
+        try:
+            if pending:
+                self._store(pending[0])
+        finally:
+            wait(others)
+        for done in others:
+            done.result()
 
     def _store(self, upload: Upload) -> None:
         while True:
@@ -64,9 +103,11 @@ class ObjectStorage:
             started = time.monotonic()
             try:
                 obstore.put(self.store, upload.ref.key, upload.data)
-            except Exception as exc:
-                self._end(upload, None)
-                raise self._store_error(upload, exc) from exc
+            except BaseException as exc:
+                self._end(upload, None)  # cancelled too: a waiter must not wait forever
+                if isinstance(exc, Exception):
+                    raise self._store_error(upload, exc) from exc
+                raise
             self._end(upload, started)
             return
 

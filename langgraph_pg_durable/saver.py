@@ -275,17 +275,58 @@ class DurablePostgresSaver(SaverCore):
             pass
 
     def _send_with_uploads(self, conn: Connection, query: Query[Any]) -> list[Any]:
-        """Store the objects the statement references, then send it, in one transaction that
-        holds gc's lock shared from before the first upload to the commit: gc() (which holds
-        it exclusively while it checks references and deletes) never runs between an upload
-        and the row that references it. Several round trips; only puts of large values pay them."""
-        with conn.transaction(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
-            cur.execute(self.sql.GC_SHARE, {"gc_key": self._gc_key})
-            if query.locks:
-                cur.execute(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
-            self.objects.store_all(query.uploads)  # type: ignore[union-attr]  # confirmed before any row points at them
-            cur.execute(query.sql, query.params)
-            return cur.fetchall() if has_rows(cur) else []
+        """Send the statement while the objects it references upload, and commit only once
+        every one is confirmed. The transaction holds gc's lock shared from before the first
+        upload to the commit: gc() (which holds it exclusively while it checks references and
+        deletes) never runs between an upload and the row that references it.
+
+        On an idle autocommit connection, flights through `wire`: the begin with the locks,
+        the statement alongside the uploads, the commit; when every object was confirmed
+        recently (a checkpoint referencing the value its task's write just stored), the
+        statement goes with the locks and the commit follows."""
+        objects: ObjectStorage | None = self.objects
+        assert objects is not None
+        locks: list[tuple[str, Mapping[str, Any]]] = [(self.sql.GC_SHARE, {"gc_key": self._gc_key})]
+        if query.locks:
+            locks.append((self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)}))
+        if not wire.usable(conn):
+            with conn.transaction(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
+                for statement, params in locks:
+                    cur.execute(statement, params)
+
+                def send_by_cursor() -> list[Any]:
+                    cur.execute(query.sql, query.params)
+                    return cur.fetchall() if has_rows(cur) else []
+
+                return objects.store_alongside(query.uploads, send_by_cursor)  # claimed under gc's lock
+
+        def send() -> list[Any]:
+            return conn.wait(wire.exchange(conn, [(query.sql, query.params)]))
+
+        def transaction() -> list[Any]:
+            try:
+                if objects.confirmed(query.uploads):  # likely nothing to upload: the statement goes with the locks
+                    fetched = conn.wait(wire.exchange(conn, [("BEGIN", {}), *locks, (query.sql, query.params)]))
+                    objects.store_all(query.uploads)  # claimed under gc's lock: uploads any no longer confirmed
+                else:
+                    conn.wait(wire.exchange(conn, [("BEGIN", {}), *locks]))
+                    fetched = objects.store_alongside(query.uploads, send)  # claimed under gc's lock
+                conn.wait(wire.exchange(conn, [("COMMIT", {})]))
+            except BaseException:
+                if not conn.broken and not wire.usable(conn):  # the transaction is still open
+                    try:
+                        conn.wait(wire.exchange(conn, [("ROLLBACK", {})]))
+                    except Exception:  # the first error is the one to raise; a pool drops the connection
+                        pass
+                raise
+            return fetched
+
+        with conn.lock:
+            try:
+                return transaction()
+            except errors.InvalidSqlStatementName:
+                # The session lost the statements we prepared (see _send): prepare them again, once.
+                return transaction()
 
     # -- schema -----------------------------------------------------------------------
 

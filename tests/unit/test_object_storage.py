@@ -144,3 +144,128 @@ def test_async_reads_are_verified_and_cached(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(objects_async, "obstore", fake)
     storage = AsyncObjectStorage(MemoryStore())
     _check_reads(storage, fake, lambda wanted: asyncio.run(storage.fetch_all(wanted)))
+
+
+# -- uploads alongside the statement -------------------------------------------------------
+
+
+class GatedObstore(CountingObstore):
+    """CountingObstore whose PUTs first wait for `gate` (at most 5 s, then fail): the test
+    opens it from what must run while the upload is in flight."""
+
+    def __init__(self, failures: int = 0) -> None:
+        super().__init__(failures=failures)
+        self.gate = threading.Event()
+
+    def put(self, store: Any, key: str, data: bytes) -> Any:
+        if not self.gate.wait(5):
+            raise OSError("the gate never opened")
+        return super().put(store, key, data)
+
+    async def put_async(self, store: Any, key: str, data: bytes) -> Any:
+        for _ in range(500):
+            if self.gate.is_set():
+                return await super().put_async(store, key, data)
+            await asyncio.sleep(0.01)
+        raise OSError("the gate never opened")
+
+
+def test_the_statement_runs_while_its_objects_upload_in_the_sync_twin(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = GatedObstore()
+    monkeypatch.setattr(objects, "obstore", fake)
+    storage, upload = ObjectStorage(MemoryStore()), _upload(b"s" * 1000)
+
+    def send() -> str:
+        assert storage.cache.get(upload.ref.sha256) is None  # not confirmed yet
+        fake.gate.set()  # the upload waits for this statement
+        return "rows"
+
+    assert storage.store_alongside([upload], send) == "rows"
+    assert bytes(obstore.get(storage.store, upload.ref.key).bytes()) == upload.data  # stored before the result came back
+    calls = []
+    assert storage.store_alongside([upload], lambda: calls.append(threading.current_thread()) or "again") == "again"
+    assert fake.puts == 1 and calls == [threading.current_thread()]  # confirmed: no upload, nothing alongside
+
+
+async def test_the_statement_runs_while_its_objects_upload_in_the_async_twin(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = GatedObstore()
+    monkeypatch.setattr(objects_async, "obstore", fake)
+    storage, upload = AsyncObjectStorage(MemoryStore()), _upload(b"a" * 1000)
+
+    async def send() -> str:
+        await asyncio.sleep(0)  # the upload task starts, and waits for the gate
+        assert storage.cache.get(upload.ref.sha256) is None
+        fake.gate.set()
+        return "rows"
+
+    assert await storage.store_alongside([upload], send) == "rows"
+    assert bytes(obstore.get(storage.store, upload.ref.key).bytes()) == upload.data
+    assert fake.puts == 1
+
+
+@pytest.mark.parametrize("twin", ["sync", "async"])
+def test_a_failed_statement_still_waits_for_its_uploads_and_a_failed_upload_fails_the_call(
+    twin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = GatedObstore(failures=1)
+    fake.gate.set()
+    monkeypatch.setattr(objects if twin == "sync" else objects_async, "obstore", fake)
+    storage: Any = ObjectStorage(MemoryStore()) if twin == "sync" else AsyncObjectStorage(MemoryStore())
+    refused, kept = _upload(b"r" * 1000), _upload(b"k" * 1000)
+
+    def alongside(upload: Upload, send: Any) -> Any:
+        if twin == "sync":
+            return storage.store_alongside([upload], send)
+
+        async def asend() -> Any:
+            return send()
+
+        return asyncio.run(storage.store_alongside([upload], asend))
+
+    with pytest.raises(ObjectStoreError, match="OSError: refused"):  # the statement succeeded; the upload did not
+        alongside(refused, lambda: "rows")
+
+    def failing() -> None:
+        raise ValueError("the statement failed")
+
+    with pytest.raises(ValueError, match="the statement failed"):
+        alongside(kept, failing)
+    assert storage.cache.get(kept.ref.sha256) == kept.data  # the upload it overlapped finished, confirmed
+    assert alongside(kept, lambda: "rows") == "rows" and fake.puts == 2
+
+
+def test_the_sync_twin_uploads_the_objects_of_one_call_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    uploads = [_upload(bytes([i]) * 1000) for i in range(3)]
+    together = threading.Barrier(len(uploads), timeout=5)  # broken unless the three PUTs overlap
+
+    class Together(CountingObstore):
+        def put(self, store: Any, key: str, data: bytes) -> Any:
+            together.wait()
+            return super().put(store, key, data)
+
+    monkeypatch.setattr(objects, "obstore", Together())
+    storage = ObjectStorage(MemoryStore())
+    storage.store_all(uploads)
+    assert all(bytes(obstore.get(storage.store, u.ref.key).bytes()) == u.data for u in uploads)
+
+
+async def test_a_cancelled_upload_leaves_no_claim_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    started = asyncio.Event()
+
+    class Stuck(CountingObstore):
+        async def put_async(self, store: Any, key: str, data: bytes) -> Any:
+            if not started.is_set():
+                started.set()
+                await asyncio.Event().wait()  # until cancelled
+            return await super().put_async(store, key, data)
+
+    fake = Stuck()
+    monkeypatch.setattr(objects_async, "obstore", fake)
+    storage, upload = AsyncObjectStorage(MemoryStore()), _upload(b"c" * 1000)
+    first = asyncio.ensure_future(storage.store_all([upload]))
+    await started.wait()
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await asyncio.wait_for(storage.store_all([upload]), 5)  # not waiting on the cancelled one's claim
+    assert fake.puts == 1
