@@ -42,7 +42,7 @@ from .core.runs import caller_run_id, invocation_of, new_run_id
 from .core.safe_serde import AllowedType, default_serializer, with_allowed_types
 from .core.safe_serde import accept_plaintext as accept_plaintext_rows
 from .errors import ConfigError, shown
-from .memory import DEFAULT_ITEM_CACHE_BYTES, CheckpointNotes, ItemCache, ListMemory, RunRegistry
+from .memory import DEFAULT_ITEM_CACHE_BYTES, CheckpointNotes, ItemCache, ListMemory, RecentDigests, RunRegistry
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, gc_cutoff, open_store
 from .retry import RetryPolicy
 from .sql.logs import ThreadNeed
@@ -141,6 +141,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             threshold=offload_threshold,
             prefix=validate_prefix(object_prefix if object_prefix is not None else f"{schema}/objects"),
             enabled=self.objects is not None,
+            sha256=RecentDigests().sha256,
         )
         self.schema = schema
         self.sql = Statements.of(schema)  # every statement's text, rendered once per schema

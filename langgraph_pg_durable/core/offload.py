@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError, ObjectIntegrityError, SerializationError, shown
@@ -40,20 +40,27 @@ class Upload:
     where: str
 
 
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 @dataclass(frozen=True)
 class Placement:
-    """How a saver places values: `threshold` 0 keeps every value inline."""
+    """How a saver places values: `threshold` 0 keeps every value inline. `sha256` names a
+    payload (the saver's memory.RecentDigests: a value that is its task's write, the very
+    same bytes, is hashed once)."""
 
     threshold: int = DEFAULT_THRESHOLD
     prefix: str = "objects"
     enabled: bool = True  # False: no object store configured
     max_inline: int = MAX_INLINE_BYTES
+    sha256: Callable[[bytes], str] = field(default=sha256_hex, compare=False)
 
     def place(self, data: bytes, *, where: str) -> tuple[bytes | None, ObjectRef | None]:
         """(inline bytes, None) or (None, reference) for one serialized value."""
         size = len(data)
         if self.enabled and self.threshold > 0 and size > self.threshold:
-            sha = hashlib.sha256(data).hexdigest()
+            sha = self.sha256(data)
             return None, ObjectRef(object_key(self.prefix, sha), sha, size)
         if size > self.max_inline:
             fix = (
