@@ -39,7 +39,6 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from .adapters import has_rows
-from .core.arrays import Int8Array
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY
 from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
 from .core.steps import StepRecord, StepScan
@@ -261,10 +260,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         which holds the locks to its end, and the second one's snapshot follows the wait.
         """
         if wire.usable(conn):
-            statements: list[tuple[str, Mapping[str, Any]]] = []
-            if query.locks:
-                statements.append((self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)}))
-            statements.append((query.sql, query.params))
+            statements = [*self._lock_statements(query), (query.sql, query.params)]
             async with conn.lock:
                 try:
                     return await conn.wait(wire.exchange(conn, statements))
@@ -275,13 +271,13 @@ class AsyncDurablePostgresSaver(SaverCore):
         async with conn.cursor(binary=True, row_factory=tuple_row) as cur:
             async with conn.pipeline():
                 if conn.autocommit:
-                    if query.locks:
-                        await conn.execute(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
+                    for statement, params in self._lock_statements(query):
+                        await conn.execute(statement, params)
                     await cur.execute(query.sql, query.params)
                 else:
                     async with conn.transaction():
-                        if query.locks:
-                            await conn.execute(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
+                        for statement, params in self._lock_statements(query):
+                            await conn.execute(statement, params)
                         await cur.execute(query.sql, query.params)
             # Leaving the pipeline synced it: the results are here.
             return await cur.fetchall() if has_rows(cur) else []
@@ -318,9 +314,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         statement goes with the locks and the commit follows."""
         objects: AsyncObjectStorage | None = self.objects
         assert objects is not None
-        locks: list[tuple[str, Mapping[str, Any]]] = [(self.sql.GC_SHARE, {"gc_key": self._gc_key})]
-        if query.locks:
-            locks.append((self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)}))
+        locks: list[tuple[str, Mapping[str, Any]]] = [(self.sql.GC_SHARE, {"gc_key": self._gc_key}), *self._lock_statements(query)]
         if not wire.usable(conn):
             async with conn.transaction(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
                 for statement, params in locks:

@@ -19,8 +19,8 @@ from .core.lists import ListState, Location, RawItems
 from .core.offload import sha256_hex
 
 DEFAULT_ITEM_CACHE_BYTES = 64 << 20
-_DATA = operator.itemgetter(1)
 DEFAULT_SEEN_BYTES = 64 << 20
+_DATA = operator.itemgetter(1)  # the bytes of a (type, bytes) item
 
 
 class ListMemory:

@@ -23,7 +23,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .core import decode, encode
 from .core import lists as list_layout
-from .core.arrays import TextArray
+from .core.arrays import Int8Array, TextArray
 from .core.codec import Codec, load_json
 from .core.decode import DETAIL_REFS, CheckpointRow
 from .core.delta_history import DeltaWalk, replay_ancestors
@@ -253,6 +253,10 @@ class SaverCore(BaseCheckpointSaver[str]):
 
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
         return Query(where, self.sql.put[(plain, self.action_log)], params, stored, uploads, locks=self._locks([thread_id]))
+
+    def _lock_statements(self, query: Query[Any]) -> list[tuple[str, Mapping[str, Any]]]:
+        """The statement taking `query`'s writer locks, sent before it in its transaction (none without locks)."""
+        return [(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})] if query.locks else []
 
     @staticmethod
     def _parent_key(config: RunnableConfig) -> tuple[str, str, str]:

@@ -2,9 +2,10 @@
 
 A put or put_writes is one flight of two statements (the writer locks, then the write).
 Through psycopg's cursor and pipeline objects that flight costs ~0.4 ms of client CPU,
-more than the rest of the put; here it is a prepared statement per query text, its
-parameters dumped by psycopg's own Transformer (the same types as a cursor would send),
-sent in one libpq pipeline and read back with psycopg's generators: ~0.1 ms.
+more than the rest of the put; here it is a prepared statement per query text and
+parameter types, its parameters dumped as psycopg's Transformer would dump them (the
+types the saver sends without the Transformer, any other through it), sent in one libpq
+pipeline and read back with psycopg's generators: about half as much.
 
 `exchange` is a psycopg generator (it yields waits, never blocks): the sync shell runs it
 with `conn.wait`, the async one with `await conn.wait`. Only a connection that is idle

@@ -23,7 +23,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from ..errors import DeserializationError, DurableCheckpointError, SerializationError, shown
 from .keys import require_text
 from .offload import MAX_INLINE_BYTES
-from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads, checked_loads_all, msgpack_loader
+from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads, checked_msgpack_loads, msgpack_loader
 
 Where = str | Callable[[], str]  # names a stored thing in an error; a callable is called only then
 StoredItem = tuple[str, bytes]  # (serializer type, bytes) of one list item, decompressed
@@ -177,7 +177,7 @@ class Codec:
             else (b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16 else b"\xdd" + count.to_bytes(4, "big"))
         )
         framed = b"".join((header, *(data or b"" for _, data in raw), _SENTINEL))
-        values = checked_loads_all(self._msgpack, framed)
+        values = checked_msgpack_loads(self._msgpack, framed)
         if not isinstance(values, list) or len(values) != count or values[-1] != _SENTINEL_VALUE:
             raise ValueError("an item's bytes are not exactly one msgpack object (it would read as another)")
         values.pop()

@@ -74,7 +74,7 @@ def checked_loads(serde: SerializerProtocol, typed: tuple[str, bytes]) -> Any:
 
 def msgpack_loader(serde: SerializerProtocol) -> Callable[[bytes], Any] | None:
     """What `JsonPlusSerializer.loads_typed` does with a "msgpack" value, as one C call
-    (ormsgpack with the serializer's ext hook, so its allowlist), for `checked_loads_all`.
+    (ormsgpack with the serializer's ext hook, so its allowlist), for `checked_msgpack_loads`.
     None for any other serializer, or one without that hook."""
     hook = getattr(serde, "_unpack_ext_hook", None) if type(serde) is JsonPlusSerializer else None
     if hook is None:
@@ -82,8 +82,9 @@ def msgpack_loader(serde: SerializerProtocol) -> Callable[[bytes], Any] | None:
     return functools.partial(ormsgpack.unpackb, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
 
 
-def checked_loads_all(load: Callable[[bytes], Any], data: bytes) -> Any:
-    """`load(data)` (a `msgpack_loader`); a blocked type raises BlockedTypeError, as in `checked_loads`."""
+def checked_msgpack_loads(load: Callable[[bytes], Any], data: bytes) -> Any:
+    """`load(data)` with a `msgpack_loader` (one batch of items, framed as an array); a
+    blocked type raises BlockedTypeError, as in `checked_loads`."""
     return _refusing_blocked(load, data)
 
 
