@@ -260,7 +260,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         which holds the locks to its end, and the second one's snapshot follows the wait.
         """
         if wire.usable(conn):
-            statements = [*self._lock_statements(query), (query.sql, query.params)]
+            statements = [*self._preamble(query), (query.sql, query.params)]
             async with conn.lock:
                 try:
                     return await conn.wait(wire.exchange(conn, statements))
@@ -271,12 +271,12 @@ class AsyncDurablePostgresSaver(SaverCore):
         async with conn.cursor(binary=True, row_factory=tuple_row) as cur:
             async with conn.pipeline():
                 if conn.autocommit:
-                    for statement, params in self._lock_statements(query):
+                    for statement, params in self._preamble(query):
                         await conn.execute(statement, params)
                     await cur.execute(query.sql, query.params)
                 else:
                     async with conn.transaction():
-                        for statement, params in self._lock_statements(query):
+                        for statement, params in self._preamble(query):
                             await conn.execute(statement, params)
                         await cur.execute(query.sql, query.params)
             # Leaving the pipeline synced it: the results are here.
@@ -314,7 +314,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         statement goes with the locks and the commit follows."""
         objects: AsyncObjectStorage | None = self.objects
         assert objects is not None
-        locks: list[tuple[str, Mapping[str, Any]]] = [(self.sql.GC_SHARE, {"gc_key": self._gc_key}), *self._lock_statements(query)]
+        locks: list[tuple[str, Mapping[str, Any]]] = [(self.sql.GC_SHARE, {"gc_key": self._gc_key}), *self._preamble(query)]
         if not wire.usable(conn):
             async with conn.transaction(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
                 for statement, params in locks:

@@ -24,6 +24,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from .core import decode, encode
 from .core import lists as list_layout
 from .core.arrays import Int8Array, TextArray
+from .sql.reads import COLD_READ_SETTINGS
 from .core.codec import Codec, load_json
 from .core.decode import DETAIL_REFS, CheckpointRow
 from .core.delta_history import DeltaWalk, replay_ancestors
@@ -254,9 +255,15 @@ class SaverCore(BaseCheckpointSaver[str]):
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
         return Query(where, self.sql.put[(plain, self.action_log)], params, stored, uploads, locks=self._locks([thread_id]))
 
-    def _lock_statements(self, query: Query[Any]) -> list[tuple[str, Mapping[str, Any]]]:
-        """The statement taking `query`'s writer locks, sent before it in its transaction (none without locks)."""
-        return [(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})] if query.locks else []
+    def _preamble(self, query: Query[Any]) -> list[tuple[str, Mapping[str, Any]]]:
+        """The statements sent before `query` in its transaction: its settings, then its writer locks."""
+        out: list[tuple[str, Mapping[str, Any]]] = []
+        if query.settings:
+            names, values = zip(*query.settings)
+            out.append((self.sql.set_local, {"names": TextArray(names), "values": TextArray(values)}))
+        if query.locks:
+            out.append((self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)}))
+        return out
 
     @staticmethod
     def _parent_key(config: RunnableConfig) -> tuple[str, str, str]:
@@ -311,13 +318,15 @@ class SaverCore(BaseCheckpointSaver[str]):
             state = state.pinned()
             if list_layout.holds_its_items(state) or {(channel, v) for v in state.item_versions} <= held.keys():
                 known[(channel, state.version)] = state
+        cold = not held and not known
         return Query(
             f"get_tuple on thread {shown(key.thread_id)}",
-            self.sql.get_tuple[(key.checkpoint_id is not None, not held and not known)],
+            self.sql.get_tuple[(key.checkpoint_id is not None, cold)],
             encode.get_tuple_params(key, held, known),
             lambda fetched: self._restored(key, decode.decode_tuple(self.codec, key, fetched, held, known)),
             references=lambda fetched: decode.get_tuple_references(key, fetched),
             ref_columns=DETAIL_REFS,
+            settings=COLD_READ_SETTINGS if cold else (),
         )
 
     def _restored(self, key: CheckpointKey, read: decode.TupleRead) -> CheckpointTuple | None:

@@ -228,7 +228,7 @@ class DurablePostgresSaver(SaverCore):
         which holds the locks to its end, and the second one's snapshot follows the wait.
         """
         if wire.usable(conn):
-            statements = [*self._lock_statements(query), (query.sql, query.params)]
+            statements = [*self._preamble(query), (query.sql, query.params)]
             with conn.lock:
                 try:
                     return conn.wait(wire.exchange(conn, statements))
@@ -239,12 +239,12 @@ class DurablePostgresSaver(SaverCore):
         with conn.cursor(binary=True, row_factory=tuple_row) as cur:
             with conn.pipeline():
                 if conn.autocommit:
-                    for statement, params in self._lock_statements(query):
+                    for statement, params in self._preamble(query):
                         conn.execute(statement, params)
                     cur.execute(query.sql, query.params)
                 else:
                     with conn.transaction():
-                        for statement, params in self._lock_statements(query):
+                        for statement, params in self._preamble(query):
                             conn.execute(statement, params)
                         cur.execute(query.sql, query.params)
             # Leaving the pipeline synced it: the results are here.
@@ -282,7 +282,7 @@ class DurablePostgresSaver(SaverCore):
         statement goes with the locks and the commit follows."""
         objects: ObjectStorage | None = self.objects
         assert objects is not None
-        locks: list[tuple[str, Mapping[str, Any]]] = [(self.sql.GC_SHARE, {"gc_key": self._gc_key}), *self._lock_statements(query)]
+        locks: list[tuple[str, Mapping[str, Any]]] = [(self.sql.GC_SHARE, {"gc_key": self._gc_key}), *self._preamble(query)]
         if not wire.usable(conn):
             with conn.transaction(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
                 for statement, params in locks:

@@ -176,7 +176,8 @@ class Codec:
             if count < 16
             else (b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16 else b"\xdd" + count.to_bytes(4, "big"))
         )
-        framed = b"".join((header, *(data or b"" for _, data in raw), _SENTINEL))
+        # (An empty item drops out of the frame, whose count then refuses it.)
+        framed = b"".join((header, *filter(None, map(_DATA, raw)), _SENTINEL))
         values = checked_msgpack_loads(self._msgpack, framed)
         if not isinstance(values, list) or len(values) != count or values[-1] != _SENTINEL_VALUE:
             raise ValueError("an item's bytes are not exactly one msgpack object (it would read as another)")
@@ -185,6 +186,7 @@ class Codec:
 
 
 _TYPE = operator.itemgetter(0)
+_DATA = operator.itemgetter(1)
 # Ends the frame of a batch decode; random per process, so no stored bytes can forge it.
 _SENTINEL_VALUE = os.urandom(16)
 _SENTINEL = b"\xc4\x10" + _SENTINEL_VALUE

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+import struct
 from functools import partial
+from itertools import accumulate
 from typing import Any
 
 import ormsgpack
@@ -18,7 +20,7 @@ from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort
 from ..errors import CheckpointIntegrityError, DeserializationError, shown
 from ..sql.reads import CHECKPOINT_IN_DETAIL, CheckpointColumn, Detail, Part
 from . import lists as list_layout
-from .codec import Codec, load_json, unpacked_item
+from .codec import Codec, is_compressed, load_json, unpacked_item
 from .encode import PACKED_WRITES_TYPE
 from .keys import CheckpointKey
 from .lists import ListState, RawItems
@@ -87,6 +89,29 @@ class CheckpointRow:
     @property
     def where(self) -> str:
         return f"thread {shown(self.thread_id)}, checkpoint {shown(self.checkpoint_id)}"
+
+
+def item_run(row: Sequence[Any], thread_id: str) -> RawItems:
+    """The items of a Detail row of part 'r' by idx: its bytes cut as ITEM_CUTS says, each
+    inflated once. Raises DeserializationError (naming the run's version) when the cuts
+    do not cover the bytes exactly."""
+    channel, version = row[Detail.CHANNEL], row[Detail.VERSION]
+    type_, data, cuts = row[Detail.TYPE], row[Detail.VALUE] or b"", row[Detail.ITEM_CUTS] or b""
+    count, odd = divmod(len(cuts), 8)
+    pairs = struct.unpack(f">{'iI' * count}", cuts) if not odd else ()
+    sizes = pairs[1::2]
+    if not sizes or sum(sizes) != len(data):
+        raise DeserializationError(
+            f"thread {shown(thread_id)}, channel {shown(channel)}, version {shown(version)}: "
+            "a run of stored items whose lengths do not cut its bytes exactly"
+        )
+    ends = list(accumulate(sizes))
+    spans = zip(pairs[::2], [0, *ends[:-1]], ends)
+    if is_compressed(type_):
+        return {
+            idx: unpacked_item(type_, data[start:end], partial(_item_named, thread_id, channel, version, idx)) for idx, start, end in spans
+        }
+    return {idx: (type_, data[start:end]) for idx, start, end in spans}
 
 
 # A pending write as fetched: (task_id, channel, task_path, idx, type, data); type None
@@ -265,6 +290,8 @@ def decode_tuple(
             fetched.setdefault((channel, version), {})[idx] = unpacked_item(  # inflated once, for the decode and the cache
                 r[Detail.TYPE], r[Detail.VALUE], partial(_item_named, key.thread_id, channel, version, idx)
             )
+        elif part == Part.ITEM_RUN:
+            fetched.setdefault((r[Detail.CHANNEL], r[Detail.VERSION]), {}).update(item_run(r, key.thread_id))
         elif part == Part.CHECKPOINT:
             row = CheckpointRow.from_row(r, CHECKPOINT_IN_DETAIL)
         elif part == Part.WRITE:

@@ -28,6 +28,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+import itertools
 from typing import Any, Protocol, TypeVar
 
 import orjson
@@ -48,6 +49,7 @@ DEFAULT_SNAPSHOT_EVERY = 16
 Segment = tuple[str, int, int]  # version whose items these are, first idx, count
 RawItems = dict[int, StoredItem]  # idx -> (serializer type, bytes) of one version's items
 Location = tuple[str, int]  # version, idx
+_DATA = operator.itemgetter(1)  # the bytes of a stored (type, bytes) item
 
 
 # Types whose objects cannot change once made, at their top level: the same object is
@@ -456,7 +458,14 @@ def stored(
 
 
 def locate(version: str, rows: Mapping[str, StoredList], *, where: str, available: Mapping[str, int] | None = None) -> list[Location]:
-    """Where each item of the list stored as `version` lives, in list order.
+    """Where each item of the list stored as `version` lives, in list order (see `segments_of`)."""
+    return [
+        (v, idx) for v, start, count in segments_of(version, rows, where=where, available=available) for idx in range(start, start + count)
+    ]
+
+
+def segments_of(version: str, rows: Mapping[str, StoredList], *, where: str, available: Mapping[str, int] | None = None) -> list[Segment]:
+    """The runs of items the list stored as `version` is made of, in list order.
 
     `rows` holds the channel's list rows by version; a missing one raises
     ListIntegrityError naming `where`, never a shorter or other list (as `pick` does
@@ -483,7 +492,19 @@ def locate(version: str, rows: Mapping[str, StoredList], *, where: str, availabl
                     f"{where}: version {shown(version)} names items {start:,} to {start + count - 1:,} of version "
                     f"{shown(item_version)}; {available.get(item_version, 0):,} are stored"
                 )
-    return [(v, idx) for v, start, count in segments for idx in range(start, start + count)]
+    return segments
+
+
+def pick_segments(groups: Mapping[str, Mapping[int, T]], segments: Sequence[Segment], *, where: str) -> list[T]:
+    """The items of `segments` from their versions' groups (idx to item), in order; a
+    missing one raises ListIntegrityError."""
+    out: list[T] = []
+    for version, start, count in segments:
+        try:
+            out.extend(map(groups.get(version, {}).__getitem__, range(start, start + count)))
+        except KeyError as missing:
+            raise ListIntegrityError(f"{where}: item {missing.args[0]} of version {shown(version)} is missing") from None
+    return out
 
 
 def pick(items: Mapping[Location, T], locations: Sequence[Location], *, where: str) -> list[T]:
@@ -540,35 +561,47 @@ def restore(
     by_channel: dict[str, dict[str, StoredList]] = {}
     for (channel, version), row in rows.items():
         by_channel.setdefault(channel, {})[version] = row
+    out: dict[tuple[str, str], tuple[list[Any], ListState | None]] = {}
+    if decoded is None:
+        # Each list from its versions' groups, segment by segment: no per-item index of
+        # every item read (a cold read of a long list holds 100,000 of them).
+        groups_by_channel: dict[str, dict[str, RawItems]] = {}
+        for (channel, version), items in raw_items.items():
+            groups_by_channel.setdefault(channel, {})[version] = items
+        for channel, version in wanted:
+            groups = groups_by_channel.get(channel, {})
+            rows_of = by_channel.get(channel, {})
+            named = where(channel, version)
+            segments = segments_of(version, rows_of, where=named, available={v: len(items) for v, items in groups.items()})
+            stored_bytes = pick_segments(groups, segments, where=named)
+            value = codec.load_items(stored_bytes, where=named)
+            seen = Seen.of(value, sum(map(len, filter(None, map(_DATA, stored_bytes)))))
+            where_items = tuple(
+                itertools.chain.from_iterable(zip(itertools.repeat(v, count), range(start, start + count)) for v, start, count in segments)
+            )
+            out[(channel, version)] = (value, ListState(version, rows_of[version].chain, None, where_items, stored_bytes, seen))
+        return out
     present_by_channel: dict[str, dict[Location, tuple[str, bytes]]] = {}
     for (channel, version), items in raw_items.items():
         present_of = present_by_channel.setdefault(channel, {})
         for idx, item in items.items():
             present_of[(version, idx)] = item
-    out: dict[tuple[str, str], tuple[list[Any], ListState | None]] = {}
     counts: dict[str, dict[str, int]] = {}  # per channel: items held of each version
     for channel, version in wanted:
         present = present_by_channel.get(channel, {})
         rows_of = by_channel.get(channel, {})
         named = where(channel, version)
         if channel not in counts:
-            held = set(present) | set(decoded.get(channel, {}) if decoded is not None else ())
+            held = set(present) | set(decoded.get(channel, {}))
             counts[channel] = dict(Counter(item_version for item_version, _ in held))
         locations = locate(version, rows_of, where=named, available=counts[channel])
-        if decoded is None:
-            stored_bytes = pick(present, locations, where=named)
-            value = codec.load_items(stored_bytes, where=named)
-            seen = Seen.of(value, sum(len(data or b"") for _, data in stored_bytes))
-            state = ListState(version, rows_of[version].chain, None, tuple(locations), stored_bytes, seen)
-            out[(channel, version)] = (value, state)
-        else:
-            # In a walk every fetched item is decoded once into the walk's cache, used here
-            # or not (its group is not fetched again), and lists are built from the cache.
-            cache = decoded.setdefault(channel, {})
-            fresh = [loc for loc in present if loc not in cache]
-            if fresh:
-                cache.update(zip(fresh, codec.load_items([present[loc] for loc in fresh], where=named)))
-            out[(channel, version)] = (pick(cache, locations, where=named), None)
+        # In a walk every fetched item is decoded once into the walk's cache, used here or
+        # not (its group is not fetched again), and lists are built from the cache.
+        cache = decoded.setdefault(channel, {})
+        fresh = [loc for loc in present if loc not in cache]
+        if fresh:
+            cache.update(zip(fresh, codec.load_items([present[loc] for loc in fresh], where=named)))
+        out[(channel, version)] = (pick(cache, locations, where=named), None)
     return out
 
 

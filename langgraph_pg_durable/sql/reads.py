@@ -40,6 +40,7 @@ class Part:
     VALUE = "v"  # a channel value the checkpoint holds (a list row when TYPE is the list type)
     LINK = "l"  # a list row that a value's delta extends (LIST_CHAIN named it)
     ITEM = "i"  # one list item: CHANNEL, VERSION (or a write key), IDX
+    ITEM_RUN = "r"  # items of one version: VALUE their bytes end to end, cut as ITEM_CUTS says
     WRITE = "w"  # a pending write: TASK_ID, TASK_PATH, CHANNEL, IDX, of CHECKPOINT_ID
 
 
@@ -73,6 +74,7 @@ class Detail(Columns):
     OBJECT_KEY = 19
     OBJECT_SHA256 = 20
     OBJECT_SIZE = 21
+    ITEM_CUTS = 22  # bytea: of an item run, each item's idx and length (4 bytes each, big-endian), in order
 
 
 CHECKPOINT_IN_DETAIL = Detail.THREAD_ID  # a Detail row's CheckpointColumn columns start here
@@ -86,7 +88,17 @@ _DETAIL_TYPES = {
     Detail.ITEM_VERSIONS: "text[]",
     Detail.VALUE: "bytea",
     Detail.OBJECT_SIZE: "bigint",
+    Detail.ITEM_CUTS: "bytea",
 }
+
+# Items of a run, at most (a cold read sends a long list's items as runs, not a row each):
+# an item kept inline is under 1 MiB, so a run's bytes stay well under the 1 GB a value holds.
+RUN_ITEMS = 256
+# A cold get_tuple groups every item of its lists into runs: with the default 4 MB a
+# 100,000-item list spills to disk twice (its rows, then its runs), which cost more than
+# the rows saved. Raised for that statement's transaction alone; used only when needed.
+COLD_READ_SETTINGS = (("work_mem", "64MB"),)
+SET_LOCAL = "SELECT set_config(s.name, s.value, true) FROM unnest(%(names)b::text[], %(values)b::text[]) AS s(name, value)"
 
 
 def _first_detail(**exprs: str) -> str:
@@ -125,23 +137,53 @@ def get_tuple(q: str, *, by_id: bool, cold: bool = False) -> str:
     """
     exact = "AND checkpoint_id = %(checkpoint_id)s" if by_id else ""
     if cold:
-        item_keys = f"""item_keys AS MATERIALIZED (
+        item_keys = """item_keys AS MATERIALIZED (
     SELECT r.channel, x.version
     FROM (SELECT channel, item_versions FROM unknown UNION ALL SELECT channel, item_versions FROM links) AS r,
          unnest(r.item_versions) AS x(version)
     UNION ALL
     SELECT channel, item_version FROM writes WHERE item_version IS NOT NULL
-),
--- Every item of those channels in the thread: a range scan of the primary key per channel,
--- kept apart so that the planner cannot turn it back into a probe per item.
-channel_rows AS MATERIALIZED (
-    SELECT i.channel, i.version, i.idx, i.type, i.value, i.object_key, i.object_sha256, i.object_size
-    FROM {q}.channel_items i
-    WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
-      AND i.channel IN (SELECT DISTINCT channel FROM item_keys)
 )"""
-        items = """FROM channel_rows i
-WHERE (i.channel, i.version) IN (SELECT channel, version FROM item_keys)"""
+        item_keys += f""",
+-- Runs of up to {RUN_ITEMS} items of one version, of one type, all inline: a row per run
+-- instead of per item. VALUE is their bytes end to end, ITEM_CUTS each one's idx and length
+-- in the same order (aggregates without ORDER BY: the client needs no order, each item
+-- says where it goes). Items of any other run come a
+-- row each. Every item of those channels in the thread is read, one range scan of the
+-- primary key per channel, and grouped before the item keys filter the runs (OFFSET 0
+-- keeps it so): a few hundred runs, not every item, are compared against the keys.
+runs AS MATERIALIZED (
+    SELECT * FROM (
+        SELECT i.channel, i.version, i.idx / {RUN_ITEMS} AS run, min(i.type) AS type,
+               string_agg(i.value, ''::bytea) AS value,
+               string_agg(int4send(i.idx) || int4send(octet_length(i.value)), ''::bytea) AS item_cuts,
+               min(i.type) = max(i.type) AND count(i.value) = count(*) AND count(i.object_key) = 0 AS whole
+        FROM {q}.channel_items i
+        WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
+          AND i.channel = ANY(ARRAY(SELECT DISTINCT channel FROM item_keys))
+        GROUP BY i.channel, i.version, i.idx / {RUN_ITEMS}
+        OFFSET 0) AS r
+    WHERE (r.channel, r.version) IN (SELECT channel, version FROM item_keys)
+),
+broken_runs AS MATERIALIZED (
+    SELECT channel, version, run FROM runs WHERE NOT whole
+)"""
+        items = f"""FROM broken_runs b
+JOIN {q}.channel_items i
+  ON i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
+ AND i.channel = b.channel AND i.version = b.version AND i.idx / {RUN_ITEMS} = b.run
+UNION ALL
+SELECT {
+            _detail(
+                part="'r'",
+                channel="channel",
+                version="version",
+                type="type",
+                value="value",
+                item_cuts="item_cuts",
+            )
+        }
+FROM runs WHERE whole"""
     else:
         item_keys = """-- The items those lists and writes use, minus the groups the caller already holds
 -- (items never change once written).

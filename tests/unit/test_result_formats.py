@@ -84,8 +84,12 @@ def test_hot_statements_are_converted_once_whatever_their_length() -> None:
 def test_hot_statements_stay_within_psycopgs_parse_cache_on_the_cursor_path() -> None:
     """A connection the caller keeps in a transaction takes psycopg's cursors, which cache
     their parse of a statement only up to 4 KiB (past it every call parses again): the
-    hot statements fit for schema names up to 24 characters (the default has 17)."""
-    assert max(len(sql) for sql in _hot(Statements("s" * 24))) <= 4096
+    hot statements fit for schema names up to 24 characters (the default has 17). The
+    cold get_tuple is not one: it runs once per thread in a process (then the saver holds
+    the thread's items), and reads every item of its lists."""
+    statements = Statements("s" * 24)
+    cold = {sql for (_, cold), sql in statements.get_tuple.items() if cold}
+    assert cold and max(len(sql) for sql in _hot(statements) if sql not in cold) <= 4096
 
 
 def test_compaction_leaves_every_string_literal_as_written() -> None:

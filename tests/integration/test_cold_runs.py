@@ -1,0 +1,90 @@
+"""A cold get_tuple (a saver that holds nothing of the thread) reads a long list's items
+as runs, a row per few hundred items, and rebuilds the list exactly; a run it cannot send
+whole (items of different stored types, an offloaded item) comes a row per item."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from checkpoints import next_put
+from langgraph_pg_durable import DurablePostgresSaver
+from langgraph_pg_durable.sql.reads import RUN_ITEMS, Detail, Part
+
+
+def _stored(saver: DurablePostgresSaver, items: list[Any], appended: list[Any]) -> dict:
+    """A list put whole, then a delta appending `appended`: the config of the second."""
+    versions = {"items": saver.get_next_version(None, None)}
+    config = next_put(saver, {"configurable": {"thread_id": "cold", "checkpoint_ns": ""}}, {"items": items}, versions, versions, step=0)
+    grown = {"items": saver.get_next_version(versions["items"], None)}
+    return next_put(saver, config, {"items": [*items, *appended]}, grown, grown, step=1)
+
+
+def _cold_parts(dsn: str, schema: str, config: dict, **options: Any) -> tuple[Counter[str], list[Any]]:
+    """What a new saver's get_tuple returns: the parts of its rows, and the list."""
+    with DurablePostgresSaver.from_conn_string(dsn, schema=schema, **options) as fresh:
+        query = fresh._get_tuple_query(config)
+        with fresh._connection() as conn:
+            rows = fresh._send(conn, query)
+    with DurablePostgresSaver.from_conn_string(dsn, schema=schema, **options) as fresh:
+        found = fresh.get_tuple(config)
+    assert found is not None
+    return Counter(row[Detail.PART] for row in rows), found.checkpoint["channel_values"]["items"]
+
+
+def test_a_long_list_comes_in_runs_and_is_rebuilt_exactly(pg_dsn: str, schema_name: str) -> None:
+    items: list[Any] = [f"line {i}" for i in range(700)] + [i * 7 for i in range(300)] + [{"role": "user", "n": i} for i in range(300)]
+    appended = [b"\x00bytes", None, 3.5, ["nested", {"k": 1}]]
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        config = _stored(saver, items, appended)
+    parts, read = _cold_parts(pg_dsn, schema_name, config, list_min_bytes=0)
+    assert read == items + appended
+    # The snapshot's runs whole; the delta's four items have three stored types (the
+    # serializer stores bytes and None under types of their own), so they come a row each.
+    assert parts[Part.ITEM_RUN] == -(-len(items) // RUN_ITEMS) and parts[Part.ITEM] == len(appended)
+
+
+def test_a_run_of_mixed_stored_types_comes_a_row_per_item(pg_dsn: str, schema_name: str) -> None:
+    """Items from 1 KiB up are stored compressed (another stored type): a run holding both
+    kinds is sent item by item, the runs around it whole."""
+    items: list[Any] = [f"line {i}" for i in range(3 * RUN_ITEMS)]
+    items[RUN_ITEMS + 5] = "compressible " * 200
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        config = _stored(saver, items, ["last"])
+    parts, read = _cold_parts(pg_dsn, schema_name, config, list_min_bytes=0)
+    assert read == items + ["last"]
+    assert parts[Part.ITEM] == RUN_ITEMS  # the one broken run, item by item
+    assert parts[Part.ITEM_RUN] == 3  # the two whole runs of the snapshot, and the delta's
+
+
+def test_a_run_with_an_offloaded_item_comes_a_row_per_item(pg_dsn: str, schema_name: str, tmp_path: Path) -> None:
+    store = {"object_store": f"file://{tmp_path}/objects", "offload_threshold": 64 * 1024, "list_min_bytes": 0}
+    big = os.urandom(100 * 1024)
+    items: list[Any] = [f"line {i}" for i in range(2 * RUN_ITEMS)]
+    items[3] = big
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, **store) as saver:
+        saver.setup()
+        config = _stored(saver, items, ["last"])
+    parts, read = _cold_parts(pg_dsn, schema_name, config, **store)
+    assert read == items + ["last"]
+    assert parts[Part.ITEM] == RUN_ITEMS and parts[Part.ITEM_RUN] == 2
+
+
+def test_the_cold_reads_setting_ends_with_its_statement(pg_dsn: str, schema_name: str) -> None:
+    """The cold read raises work_mem for its own transaction alone (SET LOCAL): the caller's
+    connection keeps its setting."""
+
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        config = _stored(saver, [f"line {i}" for i in range(300)], ["last"])
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("SET work_mem = '1234kB'")
+        cold = DurablePostgresSaver(conn, schema=schema_name, list_min_bytes=0)
+        assert cold.get_tuple(config) is not None
+        assert conn.execute("SHOW work_mem").fetchone() == ("1234kB",)
