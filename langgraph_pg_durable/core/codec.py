@@ -21,6 +21,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from ..errors import DeserializationError, DurableCheckpointError, SerializationError, shown
+from .chunks import Chunked, as_chunked
 from .keys import require_text
 from .offload import MAX_INLINE_BYTES
 from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads, checked_msgpack_loads, msgpack_loader
@@ -125,8 +126,8 @@ class Codec:
         return {ch: self.load(type_, data, where=f"{where}, channel {shown(ch)}") for ch, type_, data in pairs}
 
     def dump_items(
-        self, values: Sequence[Any], *, channel: str, where: str, known: tuple[bytes, ...] = ()
-    ) -> tuple[tuple[bytes, ...], Callable[[int], tuple[str, bytes]]]:
+        self, values: Sequence[Any], *, channel: str, where: str, known: Sequence[bytes] = ()
+    ) -> tuple[Chunked[bytes], Callable[[int], tuple[str, bytes]]]:
         """Each item's digest, and a function giving the (type, bytes) to store for item i
         (serialized again only under encryption).
 
@@ -134,7 +135,7 @@ class Codec:
         serialized (the function still serializes one if asked)."""
         start = len(known)
         plain = [_dump(self.plain, values[i], channel=channel, where=where) for i in range(start, len(values))]
-        digests = known + tuple(digest(t, d) for t, d in plain)
+        digests = as_chunked(known).extended(digest(t, d) for t, d in plain)
         serde = self.serde
         if not self.encrypted:
 

@@ -35,6 +35,7 @@ import orjson
 
 from ..errors import DeserializationError, ListIntegrityError, shown
 from .codec import Codec, StoredItem, digest, packed, unpacked
+from .chunks import Chunked, as_chunked
 from .offload import ObjectRef, Placement, Upload
 
 T = TypeVar("T")
@@ -100,25 +101,27 @@ class Seen:
 
     __slots__ = ("objects", "marks", "weight", "scalars")
 
-    def __init__(self, objects: tuple[Any, ...], marks: tuple[Any, ...] | None, weight: int, scalars: bool = False) -> None:
-        self.objects = objects
-        self.marks = marks
+    def __init__(self, objects: Sequence[Any], marks: Sequence[Any] | None, weight: int, scalars: bool = False) -> None:
+        self.objects = as_chunked(objects)
+        self.marks = as_chunked(marks) if marks is not None else None
         self.weight = weight
         self.scalars = scalars
 
     @classmethod
     def of(cls, value: Sequence[Any], weight: int, *, prefix: Seen | None = None, start: int = 0) -> Seen:
-        """The objects of `value`, the marks of its first `start` items taken from `prefix`."""
+        """The objects of `value`, its first `start` items (and their marks) those of `prefix`:
+        `unchanged_prefix` found them the same objects, so their chunks are shared."""
         tail = value[start:]
         types = set(map(type, tail))  # at C speed: most lists hold one or two types
         scalars = types <= _SCALARS and (start == 0 or (prefix is not None and prefix.scalars))
         before = prefix.marks if prefix is not None else None
+        objects = prefix.objects.prefix(start).extended(tail) if prefix is not None and start else Chunked.of(value)
         if types <= _FROZEN:
             if before is None:
-                return cls(tuple(value), None, weight, scalars)
-            return cls(tuple(value), (*before[:start], *(None,) * len(tail)), weight, scalars)
-        head = before[:start] if before is not None else (None,) * start
-        return cls(tuple(value), (*head, *map(item_mark, tail)), weight, scalars)
+                return cls(objects, None, weight, scalars)
+            return cls(objects, before.prefix(start).extended((None,) * len(tail)), weight, scalars)
+        head = before.prefix(start) if before is not None else Chunked.of((None,) * start)
+        return cls(objects, head.extended(map(item_mark, tail)), weight, scalars)
 
     def unchanged_prefix(self, value: Sequence[Any]) -> int:
         """How many of the first items of `value` are these objects, unchanged."""
@@ -126,12 +129,9 @@ class Seen:
         n = min(len(objects), len(value))
         if self.marks is None and all(map(operator.is_, value, objects)):
             return n  # the common case, checked at C speed (map stops at the shorter one)
-        marks = self.marks
-        for i in range(n):
-            item = value[i]
-            if item is not objects[i]:
-                return i
-            if marks is not None and marks[i] is not None and not _same_mark(item_mark(item), marks[i]):
+        marks = self.marks if self.marks is not None else itertools.repeat(None)
+        for i, (item, seen, mark) in enumerate(zip(value, objects, marks)):
+            if item is not seen or (mark is not None and not _same_mark(item_mark(item), mark)):
                 return i
         return n
 
@@ -153,16 +153,16 @@ class ListState:
         self,
         version: str,
         chain: tuple[str, ...],
-        digests: tuple[bytes, ...] | None,
-        locations: tuple[Location, ...],
+        digests: Sequence[bytes] | None,
+        locations: Sequence[Location],
         raw: Sequence[tuple[str, bytes]] | None = None,
         seen: Seen | None = None,
     ) -> None:
         self.version = version
         self.chain = chain  # the rows before this one, snapshot first; () for a snapshot
-        self.locations = locations  # where each item is stored, in list order
+        self.locations = as_chunked(locations)  # where each item is stored, in list order
         self.seen = seen  # dropped by the saver's memory when it holds too many objects
-        self._digests = digests
+        self._digests = as_chunked(digests) if digests is not None else None
         self._raw = raw
         self._item_versions: frozenset[str] | None = None
 
@@ -170,7 +170,7 @@ class ListState:
         """This state with the objects it holds now (the saver's memory may let go of the
         original's at any time): a read that relies on them keeps them."""
         pinned = ListState(self.version, self.chain, self._digests, self.locations, self._raw, self.seen)
-        pinned._item_versions = self.item_versions  # computed once, for both
+        pinned._item_versions = self._item_versions  # when computed already
         return pinned
 
     def seeing(self, value: Sequence[Any], weight: int) -> ListState:
@@ -185,10 +185,10 @@ class ListState:
         return self._item_versions
 
     @property
-    def digests(self) -> tuple[bytes, ...]:
+    def digests(self) -> Chunked[bytes]:
         """Of each item's serialized form, in list order."""
         if self._digests is None:
-            self._digests = tuple(digest(*unpacked(t, d)) for t, d in self._raw or ())
+            self._digests = Chunked.of(digest(*unpacked(t, d)) for t, d in self._raw or ())
             self._raw = None
         return self._digests
 
@@ -254,7 +254,7 @@ def plan(
     """
     seen = base.seen if base is not None else None
     start = seen.unchanged_prefix(value) if seen is not None else 0
-    unchanged = base.digests[:start] if base is not None and start else ()
+    unchanged = base.digests.prefix(start) if base is not None and start else Chunked()
     digests, stored_form = codec.dump_items(value, channel=channel, where=where, known=unchanged)
     # Every item of the base still there, unchanged: an append, without comparing digests.
     appends = base is not None and (start == len(base.digests) or _extends(digests, base.digests))
@@ -284,7 +284,7 @@ def plan(
     if base is not None and appends and len(base.chain) + 1 < snapshot_every:
         chain = (*base.chain, base.version)
         own = [offered.get(digests[i]) or store(i) for i in range(len(base.digests), len(value))]
-        locations = base.locations + tuple(own)
+        locations: Chunked[Location] = base.locations.extended(own)
         segments = _segments(own)
     else:
         chain = ()
@@ -296,7 +296,7 @@ def plan(
             if d not in known:
                 known[d] = store(i)  # an item twice in the list is stored once
             placed.append(known[d])
-        locations = tuple(placed)
+        locations = Chunked.of(placed)
         segments = _segments(locations)
     item_versions = tuple(dict.fromkeys(s[0] for s in segments))
     weight = sum(len(row.data or b"") for row in items)
