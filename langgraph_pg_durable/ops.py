@@ -309,14 +309,22 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = parse_config(config)
-        held = self.items.held(key.thread_id, key.checkpoint_ns)
-        # Recent list versions whose every item the cache holds, or which hold their items
-        # as immutable objects: if the checkpoint holds one, its chain rows and items are
-        # not read at all.
+        # Recent list versions which hold their items as immutable objects, or whose every
+        # item the cache holds: if the checkpoint holds one, its chain rows and items are
+        # not read at all. A channel with a version of the first kind (its newest, as a
+        # rule) does not have its older versions checked against the cache.
         known = {}
+        rest = []
         for channel, state in self.memory.recent(key.thread_id, key.checkpoint_ns):
             state = state.pinned()
-            if list_layout.holds_its_items(state) or {(channel, v) for v in state.item_versions} <= held.keys():
+            if list_layout.holds_its_items(state):
+                known[(channel, state.version)] = state
+            else:
+                rest.append((channel, state))
+        rest = [(channel, state) for channel, state in rest if not any(ch == channel for ch, _ in known)]
+        held = self.items.held(key.thread_id, key.checkpoint_ns) if rest or not known else {}
+        for channel, state in rest:
+            if {(channel, v) for v in state.item_versions} <= held.keys():
                 known[(channel, state.version)] = state
         cold = not held and not known
         return Query(

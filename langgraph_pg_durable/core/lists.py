@@ -51,6 +51,7 @@ Segment = tuple[str, int, int]  # version whose items these are, first idx, coun
 RawItems = dict[int, StoredItem]  # idx -> (serializer type, bytes) of one version's items
 Location = tuple[str, int]  # version, idx
 _DATA = operator.itemgetter(1)  # the bytes of a stored (type, bytes) item
+_VERSION = operator.itemgetter(0)  # the version of a location
 
 
 # Types whose objects cannot change once made, at their top level: the same object is
@@ -170,7 +171,7 @@ class ListState:
         """This state with the objects it holds now (the saver's memory may let go of the
         original's at any time): a read that relies on them keeps them."""
         pinned = ListState(self.version, self.chain, self._digests, self.locations, self._raw, self.seen)
-        pinned._item_versions = self._item_versions  # when computed already
+        pinned._item_versions = self.item_versions  # computed once, for both
         return pinned
 
     def seeing(self, value: Sequence[Any], weight: int) -> ListState:
@@ -181,7 +182,7 @@ class ListState:
     def item_versions(self) -> frozenset[str]:
         """The versions (and write keys) whose items the list uses."""
         if self._item_versions is None:
-            self._item_versions = frozenset(location[0] for location in self.locations)
+            self._item_versions = frozenset(map(_VERSION, self.locations))
         return self._item_versions
 
     @property
