@@ -302,6 +302,7 @@ def _targets(r: dict[str, Any], judged: bool) -> list[str]:
             f"ours at {sizes[-1]:,} / at {sizes[0]:,} = {growth['ours']:.2f} (official: {growth['official']:.2f})",
             f"≤ 2x its time at {sizes[0]:,} items",
             growth["ours"] <= 2,
+            _alone_growth(r["scale"]),
         )
         cold = {k: largest[k]["cold_get_tuple_ms"]["median"] for k in SCALE_KINDS}
         at_most(f"scale: cold get_tuple of the {sizes[-1]:,}-item list, ms", cold["official"], cold["ours"], 1.0, "≤ 1.0 (no slower)")
@@ -464,11 +465,20 @@ def _w6(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
     ]
 
 
+def _alone_growth(s: dict[str, Any]) -> str:
+    """How LangGraph's own time per append grows over the scale run's lengths (a saver that keeps nothing)."""
+    alone = s.get("alone")
+    if not alone:
+        return "—"
+    first, last = alone[0]["append_ms"]["median"], alone[-1]["append_ms"]["median"]
+    return f"LangGraph alone: {_num(first)} → {_num(last)} ms ({last / first:.1f}x)"
+
+
 def _scale(s: dict[str, Any]) -> list[str]:
     columns = ("ms per append", "first put, s", "cold get_tuple, ms", "peak RSS, MB")
     rows = []
     for i, items in enumerate(s["sizes"]):
-        cells = []
+        cells = [_num(s["alone"][i]["append_ms"]["median"])] if s.get("alone") else []
         for k in SCALE_KINDS:
             case = s[k][i]
             cells += [
@@ -479,14 +489,20 @@ def _scale(s: dict[str, Any]) -> list[str]:
             ]
         rows.append([f"{items:,}", *cells])
     imported = min(case["imported_rss_bytes"] for k in SCALE_KINDS for case in s[k])
-    head = ["list items", *(f"{k}: {c}" for k in SCALE_KINDS for c in columns)]
+    head = [
+        "list items",
+        *(["LangGraph alone: ms per append"] if s.get("alone") else []),
+        *(f"{k}: {c}" for k in SCALE_KINDS for c in columns),
+    ]
     return [
         f"## Scale: one thread's list of {s['sizes'][0]:,} to {s['sizes'][-1]:,} items, then {s['steps']} appends",
         "",
         *_table(head, rows),
         "Each case is one graph input of that many items (~200 bytes each: words and base64 of random "
         f"bytes in turn), then {s['steps']} super-steps that append one item each; ms per append is their "
-        "median. First put: the input's invoke, up to the first super-step (its checkpoints hold the whole list). "
+        "median. LangGraph alone: the same graph on a checkpointer that keeps nothing (LangGraph's reducer "
+        "copies the list twice a step, so its own time grows with the list). "
+        "First put: the input's invoke, up to the first super-step (its checkpoints hold the whole list). "
         f"Cold get_tuple: median of {s['ours'][0]['cold_get_tuple_ms']['n']} reads, each on a new saver instance. Each case runs "
         "in a spawned process of its own; peak RSS is that process's high-water mark (`VmHWM`) "
         f"(a process that has only imported the benchmark peaks at {_num(imported / 1e6)} MB).",

@@ -12,9 +12,12 @@ import multiprocessing
 import resource
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 
 from . import graphs
 from .env import Bench, SaverSpec
@@ -28,13 +31,44 @@ T = TypeVar("T")
 
 
 def run(bench: Bench, sizes: Sequence[int], steps: int, reads: int) -> dict[str, Any]:
-    """Every case once, the savers' order rotating from one list length to the next."""
-    out: dict[str, Any] = {"sizes": list(sizes), "steps": steps, **{kind: [] for kind in KINDS}}
+    """Every case once, the savers' order rotating from one list length to the next, and
+    LangGraph's own time per append at each length (`alone`: a saver that keeps nothing)."""
+    out: dict[str, Any] = {"sizes": list(sizes), "steps": steps, **{kind: [] for kind in KINDS}, "alone": []}
     for i, items in enumerate(sizes):
         for kind in rotation(KINDS, i):
             bench.truncate(kind)
             out[kind].append(_in_own_process(case, bench.spec(kind), items, steps, reads))
+        out["alone"].append(_in_own_process(langgraph_alone, items, steps))
     return out
+
+
+class KeepsNothing(BaseCheckpointSaver):
+    """A checkpointer that stores nothing and finds nothing: what is left of a super-step's
+    time is LangGraph's own work (its reducer copies the list, twice, at every step)."""
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return None
+
+    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
+        return iter(())
+
+    def put(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
+    ) -> RunnableConfig:
+        return {"configurable": {**config["configurable"], "checkpoint_id": checkpoint["id"]}}
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
+        return None
+
+
+def langgraph_alone(items: int, steps: int) -> dict[str, Any]:
+    """Time per append of the same graph on `KeepsNothing`: the input and its appends in
+    one run, as nothing it stored could be resumed."""
+    app = graphs.growing(KeepsNothing(), steps, ITEM_BYTES, content=CONTENT)
+    seed = {"items": [graphs.item(CONTENT, i, ITEM_BYTES) for i in range(items)], "step": 0}
+    config = {"configurable": {"thread_id": f"scale-alone-{items}"}, "recursion_limit": steps + 10}
+    seconds, _ = graphs.stream_step_times(app, seed, config)
+    return {"items": items, "append_ms": summary(seconds[-steps:], 1e3)}
 
 
 def _in_own_process(fn: Callable[..., T], *args: Any) -> T:
