@@ -24,7 +24,6 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from .core import decode, encode
 from .core import lists as list_layout
 from .core.arrays import Int8Array, TextArray
-from .sql.reads import COLD_READ_SETTINGS
 from .core.codec import Codec, load_json
 from .core.decode import DETAIL_REFS, CheckpointRow
 from .core.delta_history import DeltaWalk, replay_ancestors
@@ -256,14 +255,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         return Query(where, self.sql.put[(plain, self.action_log)], params, stored, uploads, locks=self._locks([thread_id]))
 
     def _preamble(self, query: Query[Any]) -> list[tuple[str, Mapping[str, Any]]]:
-        """The statements sent before `query` in its transaction: its settings, then its writer locks."""
-        out: list[tuple[str, Mapping[str, Any]]] = []
-        if query.settings:
-            names, values = zip(*query.settings)
-            out.append((self.sql.set_local, {"names": TextArray(names), "values": TextArray(values)}))
-        if query.locks:
-            out.append((self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)}))
-        return out
+        """The statements sent before `query` in its transaction: the one taking its writer locks (none without locks)."""
+        return [(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})] if query.locks else []
 
     @staticmethod
     def _parent_key(config: RunnableConfig) -> tuple[str, str, str]:
@@ -334,7 +327,6 @@ class SaverCore(BaseCheckpointSaver[str]):
             lambda fetched: self._restored(key, decode.decode_tuple(self.codec, key, fetched, held, known)),
             references=lambda fetched: decode.get_tuple_references(key, fetched),
             ref_columns=DETAIL_REFS,
-            settings=COLD_READ_SETTINGS if cold else (),
         )
 
     def _restored(self, key: CheckpointKey, read: decode.TupleRead) -> CheckpointTuple | None:

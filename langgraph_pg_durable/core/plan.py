@@ -38,8 +38,6 @@ class Query(Generic[T]):
     # Writer locks (sorted advisory keys, one per thread) the shell takes in the statement's
     # transaction, before it: writers and deleters of a thread never interleave.
     locks: Sequence[int] = ()
-    # Settings (name, value) for the statement's transaction alone (as `SET LOCAL`), set before it.
-    settings: Sequence[tuple[str, str]] = ()
 
     def __post_init__(self) -> None:
         if (self.references is None) != (self.ref_columns is None):

@@ -94,11 +94,7 @@ _DETAIL_TYPES = {
 # Items of a run, at most (a cold read sends a long list's items as runs, not a row each):
 # an item kept inline is under 1 MiB, so a run's bytes stay well under the 1 GB a value holds.
 RUN_ITEMS = 256
-# A cold get_tuple groups every item of its lists into runs: with the default 4 MB a
-# 100,000-item list spills to disk twice (its rows, then its runs), which cost more than
-# the rows saved. Raised for that statement's transaction alone; used only when needed.
-COLD_READ_SETTINGS = (("work_mem", "64MB"),)
-SET_LOCAL = "SELECT set_config(s.name, s.value, true) FROM unnest(%(names)b::text[], %(values)b::text[]) AS s(name, value)"
+RUN_MIN_ITEMS = 8  # fewer come a row each: a run's row costs the client more than a few items' rows
 
 
 def _first_detail(**exprs: str) -> str:
@@ -145,7 +141,7 @@ def get_tuple(q: str, *, by_id: bool, cold: bool = False) -> str:
     SELECT channel, item_version FROM writes WHERE item_version IS NOT NULL
 )"""
         item_keys += f""",
--- Runs of up to {RUN_ITEMS} items of one version, of one type, all inline: a row per run
+-- Runs of {RUN_MIN_ITEMS} to {RUN_ITEMS} items of one version, of one type, all inline: a row per run
 -- instead of per item. VALUE is their bytes end to end, ITEM_CUTS each one's idx and length
 -- in the same order (aggregates without ORDER BY: the client needs no order, each item
 -- says where it goes). Items of any other run come a
@@ -157,7 +153,8 @@ runs AS MATERIALIZED (
         SELECT i.channel, i.version, i.idx / {RUN_ITEMS} AS run, min(i.type) AS type,
                string_agg(i.value, ''::bytea) AS value,
                string_agg(int4send(i.idx) || int4send(octet_length(i.value)), ''::bytea) AS item_cuts,
-               min(i.type) = max(i.type) AND count(i.value) = count(*) AND count(i.object_key) = 0 AS whole
+               count(*) >= {RUN_MIN_ITEMS} AND min(i.type) = max(i.type) AND count(i.value) = count(*)
+               AND count(i.object_key) = 0 AS whole
         FROM {q}.channel_items i
         WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
           AND i.channel = ANY(ARRAY(SELECT DISTINCT channel FROM item_keys))

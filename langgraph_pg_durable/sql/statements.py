@@ -34,7 +34,6 @@ class Statements:
         self.schema = schema
         q = self.q = quote_schema(schema)  # refuses a bad name before any I/O
         self.lock_threads = writes.lock_threads()
-        self.set_local = reads.SET_LOCAL
         # Each write comes with the action log (`log`: the task's action row, the run's row) and without.
         # put: with neither a list in the delta layout nor an offloaded value (`plain`), or with.
         self.put = {

@@ -9,11 +9,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import psycopg
 
 from checkpoints import next_put
 from langgraph_pg_durable import DurablePostgresSaver
-from langgraph_pg_durable.sql.reads import RUN_ITEMS, Detail, Part
+from langgraph_pg_durable.sql.reads import RUN_ITEMS, RUN_MIN_ITEMS, Detail, Part
 
 
 def _stored(saver: DurablePostgresSaver, items: list[Any], appended: list[Any]) -> dict:
@@ -59,8 +58,8 @@ def test_a_run_of_mixed_stored_types_comes_a_row_per_item(pg_dsn: str, schema_na
         config = _stored(saver, items, ["last"])
     parts, read = _cold_parts(pg_dsn, schema_name, config, list_min_bytes=0)
     assert read == items + ["last"]
-    assert parts[Part.ITEM] == RUN_ITEMS  # the one broken run, item by item
-    assert parts[Part.ITEM_RUN] == 3  # the two whole runs of the snapshot, and the delta's
+    assert parts[Part.ITEM] == RUN_ITEMS + 1  # the one broken run item by item, and the delta's one item
+    assert parts[Part.ITEM_RUN] == 2  # the two whole runs of the snapshot
 
 
 def test_a_run_with_an_offloaded_item_comes_a_row_per_item(pg_dsn: str, schema_name: str, tmp_path: Path) -> None:
@@ -73,18 +72,15 @@ def test_a_run_with_an_offloaded_item_comes_a_row_per_item(pg_dsn: str, schema_n
         config = _stored(saver, items, ["last"])
     parts, read = _cold_parts(pg_dsn, schema_name, config, **store)
     assert read == items + ["last"]
-    assert parts[Part.ITEM] == RUN_ITEMS and parts[Part.ITEM_RUN] == 2
+    assert parts[Part.ITEM] == RUN_ITEMS + 1 and parts[Part.ITEM_RUN] == 1
 
 
-def test_the_cold_reads_setting_ends_with_its_statement(pg_dsn: str, schema_name: str) -> None:
-    """The cold read raises work_mem for its own transaction alone (SET LOCAL): the caller's
-    connection keeps its setting."""
-
+def test_short_groups_come_a_row_per_item(pg_dsn: str, schema_name: str) -> None:
+    """A list grown a few items a step (a chat) has a group per step: under RUN_MIN_ITEMS
+    items a group comes as rows, which cost the client less than a run each."""
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
         saver.setup()
-        config = _stored(saver, [f"line {i}" for i in range(300)], ["last"])
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute("SET work_mem = '1234kB'")
-        cold = DurablePostgresSaver(conn, schema=schema_name, list_min_bytes=0)
-        assert cold.get_tuple(config) is not None
-        assert conn.execute("SHOW work_mem").fetchone() == ("1234kB",)
+        config = _stored(saver, [f"line {i}" for i in range(RUN_MIN_ITEMS)], ["short"] * (RUN_MIN_ITEMS - 1))
+    parts, read = _cold_parts(pg_dsn, schema_name, config, list_min_bytes=0)
+    assert read == [f"line {i}" for i in range(RUN_MIN_ITEMS)] + ["short"] * (RUN_MIN_ITEMS - 1)
+    assert parts[Part.ITEM_RUN] == 1 and parts[Part.ITEM] == RUN_MIN_ITEMS - 1
