@@ -56,6 +56,7 @@ from .retry import Attempts, RetryPolicy
 from .sql import doctor as doctor_sql
 from .sql import schema as schema_sql
 from .sql.schema import DEFAULT_SCHEMA, quote_schema
+from .sql.reads import RAISE_WORK_MEM
 from . import wire
 
 T = TypeVar("T")
@@ -166,7 +167,7 @@ class AsyncDurablePostgresSaver(SaverCore):
 
         async def configure(conn: AsyncConnection) -> None:
             if savers:
-                await savers[0]._warm_up(conn)
+                await savers[0]._configure(conn)
 
         pool = AsyncConnectionPool(
             conn_string,
@@ -281,6 +282,17 @@ class AsyncDurablePostgresSaver(SaverCore):
                         await cur.execute(query.sql, query.params)
             # Leaving the pipeline synced it: the results are here.
             return await cur.fetchall() if has_rows(cur) else []
+
+    async def _configure(self, conn: AsyncConnection) -> None:
+        """Ready a new connection of the saver's own pool: work_mem raised to at least
+        COLD_READ_WORK_MEM (not behind PgBouncer in transaction mode, where a session
+        setting would reach other clients), then the warm-up. Best effort."""
+        if conn.prepare_threshold is not None:
+            try:
+                await conn.execute(RAISE_WORK_MEM)
+            except errors.Error:
+                pass
+        await self._warm_up(conn)
 
     async def _warm_up(self, conn: AsyncConnection) -> None:
         """Run the reads a new saver's first calls make on a new connection of the saver's

@@ -41,6 +41,7 @@ from .retry import Attempts, RetryPolicy
 from .sql import doctor as doctor_sql
 from .sql import schema as schema_sql
 from .sql.schema import DEFAULT_SCHEMA, quote_schema
+from .sql.reads import RAISE_WORK_MEM
 from . import wire
 
 T = TypeVar("T")
@@ -134,7 +135,7 @@ class DurablePostgresSaver(SaverCore):
 
         def configure(conn: Connection) -> None:
             if savers:
-                savers[0]._warm_up(conn)
+                savers[0]._configure(conn)
 
         pool = ConnectionPool(
             conn_string,
@@ -249,6 +250,17 @@ class DurablePostgresSaver(SaverCore):
                         cur.execute(query.sql, query.params)
             # Leaving the pipeline synced it: the results are here.
             return cur.fetchall() if has_rows(cur) else []
+
+    def _configure(self, conn: Connection) -> None:
+        """Ready a new connection of the saver's own pool: work_mem raised to at least
+        COLD_READ_WORK_MEM (not behind PgBouncer in transaction mode, where a session
+        setting would reach other clients), then the warm-up. Best effort."""
+        if conn.prepare_threshold is not None:
+            try:
+                conn.execute(RAISE_WORK_MEM)
+            except errors.Error:
+                pass
+        self._warm_up(conn)
 
     def _warm_up(self, conn: Connection) -> None:
         """Run the reads a new saver's first calls make on a new connection of the saver's

@@ -12,7 +12,7 @@ from typing import Any
 
 from checkpoints import next_put
 from langgraph_pg_durable import DurablePostgresSaver
-from langgraph_pg_durable.sql.reads import RUN_ITEMS, RUN_MIN_ITEMS, Detail, Part
+from langgraph_pg_durable.sql.reads import COLD_READ_WORK_MEM, RUN_ITEMS, RUN_MIN_ITEMS, Detail, Part
 
 
 def _stored(saver: DurablePostgresSaver, items: list[Any], appended: list[Any]) -> dict:
@@ -84,3 +84,22 @@ def test_short_groups_come_a_row_per_item(pg_dsn: str, schema_name: str) -> None
     parts, read = _cold_parts(pg_dsn, schema_name, config, list_min_bytes=0)
     assert read == [f"line {i}" for i in range(RUN_MIN_ITEMS)] + ["short"] * (RUN_MIN_ITEMS - 1)
     assert parts[Part.ITEM_RUN] == 1 and parts[Part.ITEM] == RUN_MIN_ITEMS - 1
+
+
+def _work_mem(saver: DurablePostgresSaver) -> str:
+    with saver._connection() as conn:
+        row = conn.execute("SHOW work_mem").fetchone()
+    assert row is not None
+    return str(row[0] if isinstance(row, tuple) else next(iter(row.values())))
+
+
+def test_the_pools_it_builds_hold_the_cold_reads_work_mem(pg_dsn: str, schema_name: str) -> None:
+    """A cold read groups a long list's items in memory: the saver's own pool raises
+    work_mem on each connection (never lowers it), except behind PgBouncer in transaction
+    mode (prepare_threshold=None), where a session setting would reach other clients."""
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        assert _work_mem(saver) == COLD_READ_WORK_MEM
+    with DurablePostgresSaver.from_conn_string(f"{pg_dsn}?options=-c%20work_mem%3D256MB", schema=schema_name) as saver:
+        assert _work_mem(saver) == "256MB"
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, prepare_threshold=None) as saver:
+        assert _work_mem(saver) != COLD_READ_WORK_MEM
