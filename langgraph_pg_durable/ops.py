@@ -314,7 +314,8 @@ class SaverCore(BaseCheckpointSaver[str]):
                 known[(channel, state.version)] = state
             else:
                 rest.append((channel, state))
-        rest = [(channel, state) for channel, state in rest if not any(ch == channel for ch, _ in known)]
+        channels_known = {channel for channel, _ in known}
+        rest = [(channel, state) for channel, state in rest if channel not in channels_known]
         held = self.items.held(key.thread_id, key.checkpoint_ns) if rest or not known else {}
         for channel, state in rest:
             if {(channel, v) for v in state.item_versions} <= held.keys():

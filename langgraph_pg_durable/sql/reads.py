@@ -149,13 +149,13 @@ def get_tuple(q: str, *, by_id: bool, cold: bool = False) -> str:
     SELECT channel, item_version FROM writes WHERE item_version IS NOT NULL
 )"""
         item_keys += f""",
--- Runs of {RUN_MIN_ITEMS} to {RUN_ITEMS} items of one version, of one type, all inline: a row per run
--- instead of per item. VALUE is their bytes end to end, ITEM_CUTS each one's idx and length
--- in the same order (aggregates without ORDER BY: the client needs no order, each item
--- says where it goes). Items of any other run come a
--- row each. Every item of those channels in the thread is read, one range scan of the
--- primary key per channel, and grouped before the item keys filter the runs (OFFSET 0
--- keeps it so): a few hundred runs, not every item, are compared against the keys.
+-- Runs of {RUN_MIN_ITEMS} to {RUN_ITEMS} items of one version, of one type, all inline: a row
+-- per run instead of per item. VALUE is their bytes end to end, ITEM_CUTS each one's idx
+-- and length in the same order (aggregates without ORDER BY: the client needs no order,
+-- each item says where it goes). Items of any other run come a row each. Every item of
+-- those channels in the thread is read, one range scan of the primary key per channel,
+-- and grouped before the item keys filter the runs (OFFSET 0 keeps it so): a few hundred
+-- runs, not every item, are compared against the keys.
 runs AS MATERIALIZED (
     SELECT * FROM (
         SELECT i.channel, i.version, i.idx / {RUN_ITEMS} AS run, min(i.type) AS type,
