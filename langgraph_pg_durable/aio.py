@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 # from collections.abc import Iterable, Iterator, Mapping, Sequence
 # from contextlib import contextmanager
 # end
+import logging
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
@@ -39,6 +40,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from .adapters import has_rows
+from .core.durability import Durability, durability_report
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY
 from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
 from .core.steps import StepRecord, StepScan
@@ -47,19 +49,23 @@ from .core.offload import DEFAULT_THRESHOLD
 from .core.plan import Plan, Query
 from .core.safe_serde import AllowedType
 from .errors import DatabaseUnavailableError, shown
+from .pools import AsyncFailoverPool, drain, with_connection_defaults
 from .inflight import AsyncWritesInFlight
 from .memory import DEFAULT_ITEM_CACHE_BYTES
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
 from .objects_async import AsyncObjectStorage
 from .ops import GC_BATCH, SaverCore
-from .retry import Attempts, RetryPolicy
+from .retry import Attempts, RetryPolicy, is_server_lost
+from .sql import distribute as distribute_sql
 from .sql import doctor as doctor_sql
+from .sql import durability as durability_sql
 from .sql import schema as schema_sql
 from .sql.schema import DEFAULT_SCHEMA, quote_schema
 from .sql.reads import RAISE_WORK_MEM
 from . import wire
 
 T = TypeVar("T")
+logger = logging.getLogger("langgraph_pg_durable")
 
 
 class AsyncDurablePostgresSaver(SaverCore):
@@ -101,6 +107,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         allowed_types: Iterable[AllowedType] = (),
         accept_plaintext: bool = False,
         action_log: bool = True,
+        synchronous_commit: str | None = None,
     ) -> None:
         """A saver on `conn`; every keyword is described in `SaverCore.__init__` (ops.py)."""
         super().__init__(
@@ -119,6 +126,7 @@ class AsyncDurablePostgresSaver(SaverCore):
             allowed_types=allowed_types,
             accept_plaintext=accept_plaintext,
             action_log=action_log,
+            synchronous_commit=synchronous_commit,
         )
         self._writes_in_flight = AsyncWritesInFlight()
         self.conn = conn
@@ -157,6 +165,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         allowed_types: Iterable[AllowedType] = (),
         accept_plaintext: bool = False,
         action_log: bool = True,
+        synchronous_commit: str | None = None,
     ) -> AsyncIterator[AsyncDurablePostgresSaver]:
         """A saver on its own connection pool, closed on exit.
 
@@ -169,8 +178,8 @@ class AsyncDurablePostgresSaver(SaverCore):
             if savers:
                 await savers[0]._configure(conn)
 
-        pool = AsyncConnectionPool(
-            conn_string,
+        pool = AsyncFailoverPool(
+            with_connection_defaults(conn_string),
             min_size=min_size,
             max_size=max_size,
             timeout=timeout,
@@ -197,6 +206,7 @@ class AsyncDurablePostgresSaver(SaverCore):
                 allowed_types=allowed_types,
                 accept_plaintext=accept_plaintext,
                 action_log=action_log,
+                synchronous_commit=synchronous_commit,
             )
             savers.append(saver)
             await pool.open(wait=True, timeout=timeout)
@@ -207,9 +217,10 @@ class AsyncDurablePostgresSaver(SaverCore):
     # -- I/O ------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[AsyncConnection]:
+    async def _connection(self, timeout: float | None = None) -> AsyncIterator[AsyncConnection]:
+        """A connection of the pool (waiting at most `timeout`, else the pool's own), or the saver's one."""
         if isinstance(self.conn, AsyncConnectionPool):
-            async with self.conn.connection() as conn:
+            async with self.conn.connection(timeout=timeout) as conn:
                 yield conn
         else:
             async with self._lock:
@@ -228,13 +239,14 @@ class AsyncDurablePostgresSaver(SaverCore):
         """Send the statement (one round trip; with objects to store, see _send_with_uploads),
         transient errors retried, then fetch and verify the objects its rows reference."""
         attempts = Attempts(self.retry, query.operation)
+        confirm = False  # after a commit the server did not confirm as replicated
         while True:
             try:
-                async with self._connection() as conn:
+                async with self._connection(timeout=self._pool_wait(attempts)) as conn:
                     if query.uploads:
-                        fetched = await self._send_with_uploads(conn, query)
+                        fetched = await self._send_with_uploads(conn, query, confirm=confirm)
                     else:
-                        fetched = await self._send(conn, query)
+                        fetched = await self._send(conn, query, confirm=confirm)
                 break
             except Exception as exc:
                 if not isinstance(self.conn, AsyncConnectionPool) and self.conn.closed:
@@ -243,14 +255,30 @@ class AsyncDurablePostgresSaver(SaverCore):
                         f"({type(exc).__name__}: {exc}); give the saver a pool to survive reconnects"
                     ) from exc
                 delay = attempts.next_delay(exc)
-                if isinstance(self.conn, AsyncConnectionPool):
-                    await self.conn.check()  # drop the other dead connections
+                confirm = confirm or isinstance(exc, wire.CommitNotConfirmed)
+                if isinstance(self.conn, AsyncConnectionPool) and is_server_lost(exc):
+                    if isinstance(exc, errors.ReadOnlySqlTransaction):
+                        await drain(self.conn)  # every idle connection may be on the demoted server
+                    else:
+                        await self.conn.check()  # drop the other dead connections
                 await asyncio.sleep(delay)
         wanted = self._wanted_objects(query, fetched)
         payloads = await self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
         return query.decode(self._attach_objects(query, fetched, payloads))
 
-    async def _send(self, conn: AsyncConnection, query: Query[Any]) -> list[Any]:
+    def _pool_wait(self, attempts: Attempts) -> float | None:
+        """How long an attempt may wait for a pooled connection: the pool's own timeout, cut
+        to what is left of the call's deadline."""
+        if not isinstance(self.conn, AsyncConnectionPool):
+            return None
+        return max(0.1, min(self.conn.timeout, attempts.remaining()))
+
+    def _confirming(self, confirm: bool) -> list[tuple[str, Mapping[str, Any]]]:
+        """A statement that gives the transaction an id when `confirm`: its commit then waits
+        for the synchronous standby, which confirms the earlier commit the server did not."""
+        return [(self.sql.CONFIRM_COMMIT, {})] if confirm else []
+
+    async def _send(self, conn: AsyncConnection, query: Query[Any], *, confirm: bool = False) -> list[Any]:
         """One flight on an autocommit connection (through `wire` when it is idle): the
         prepare goes with the statement.
 
@@ -261,23 +289,24 @@ class AsyncDurablePostgresSaver(SaverCore):
         which holds the locks to its end, and the second one's snapshot follows the wait.
         """
         if wire.usable(conn):
-            statements = [*self._preamble(query), (query.sql, query.params)]
+            statements = [*self._confirming(confirm), *self._preamble(query), (query.sql, query.params)]
+            timeout = self.retry.attempt_timeout
             async with conn.lock:
                 try:
-                    return await conn.wait(wire.exchange(conn, statements))
+                    return await conn.wait(wire.exchange(conn, statements, timeout))
                 except errors.InvalidSqlStatementName:
                     # The session lost the statements we prepared (DISCARD ALL, a pooler):
                     # wire forgot them; prepare them again, once.
-                    return await conn.wait(wire.exchange(conn, statements))
+                    return await conn.wait(wire.exchange(conn, statements, timeout))
         async with conn.cursor(binary=True, row_factory=tuple_row) as cur:
             async with conn.pipeline():
                 if conn.autocommit:
-                    for statement, params in self._preamble(query):
+                    for statement, params in [*self._confirming(confirm), *self._preamble(query)]:
                         await conn.execute(statement, params)
                     await cur.execute(query.sql, query.params)
                 else:
                     async with conn.transaction():
-                        for statement, params in self._preamble(query):
+                        for statement, params in [*self._confirming(confirm), *self._preamble(query)]:
                             await conn.execute(statement, params)
                         await cur.execute(query.sql, query.params)
             # Leaving the pipeline synced it: the results are here.
@@ -308,13 +337,13 @@ class AsyncDurablePostgresSaver(SaverCore):
             await conn.execute("SET lock_timeout = '100ms'")
             try:
                 # Six runs each: the server's plan cache then keeps a generic plan.
-                await conn.wait(wire.exchange(conn, self._warm_up_statements() * 6))
+                await conn.wait(wire.exchange(conn, self._warm_up_statements() * 6, self.retry.attempt_timeout))
             finally:
                 await conn.execute("RESET lock_timeout")
         except errors.Error:
             pass
 
-    async def _send_with_uploads(self, conn: AsyncConnection, query: Query[Any]) -> list[Any]:
+    async def _send_with_uploads(self, conn: AsyncConnection, query: Query[Any], *, confirm: bool = False) -> list[Any]:
         """Send the statement while the objects it references upload, and commit only once
         every one is confirmed. The transaction holds gc's lock shared from before the first
         upload to the commit: gc() (which holds it exclusively while it checks references and
@@ -326,7 +355,12 @@ class AsyncDurablePostgresSaver(SaverCore):
         statement goes with the locks and the commit follows."""
         objects: AsyncObjectStorage | None = self.objects
         assert objects is not None
-        locks: list[tuple[str, Mapping[str, Any]]] = [(self.sql.GC_SHARE, {"gc_key": self._gc_key}), *self._preamble(query)]
+        locks: list[tuple[str, Mapping[str, Any]]] = [
+            *self._confirming(confirm),
+            (self.sql.GC_SHARE, {"gc_key": self._gc_key}),
+            *self._preamble(query),
+        ]
+        timeout = self.retry.attempt_timeout
         if not wire.usable(conn):
             async with conn.transaction(), conn.cursor(binary=True, row_factory=tuple_row) as cur:
                 for statement, params in locks:
@@ -339,17 +373,17 @@ class AsyncDurablePostgresSaver(SaverCore):
                 return await objects.store_alongside(query.uploads, send_by_cursor)  # claimed under gc's lock
 
         async def send() -> list[Any]:
-            return await conn.wait(wire.exchange(conn, [(query.sql, query.params)]))
+            return await conn.wait(wire.exchange(conn, [(query.sql, query.params)], timeout))
 
         async def transaction() -> list[Any]:
             try:
                 if objects.confirmed(query.uploads):  # likely nothing to upload: the statement goes with the locks
-                    fetched = await conn.wait(wire.exchange(conn, [("BEGIN", {}), *locks, (query.sql, query.params)]))
+                    fetched = await conn.wait(wire.exchange(conn, [("BEGIN", {}), *locks, (query.sql, query.params)], timeout))
                     await objects.store_all(query.uploads)  # claimed under gc's lock: uploads any no longer confirmed
                 else:
-                    await conn.wait(wire.exchange(conn, [("BEGIN", {}), *locks]))
+                    await conn.wait(wire.exchange(conn, [("BEGIN", {}), *locks], timeout))
                     fetched = await objects.store_alongside(query.uploads, send)  # claimed under gc's lock
-                await conn.wait(wire.exchange(conn, [("COMMIT", {})]))
+                await conn.wait(wire.exchange(conn, [("COMMIT", {})], timeout))
             except BaseException:
                 if not conn.broken and not wire.usable(conn):  # the transaction is still open
                     try:
@@ -379,9 +413,10 @@ class AsyncDurablePostgresSaver(SaverCore):
             return int((await cur.fetchone())[0])  # type: ignore[index]
 
     async def adiagnose(self, *, top: int = 5) -> dict[str, Any]:
-        """What `lgpd doctor` shows: the server and its durability settings, the schema's
-        version against this package's, extensions, each table's and index's size, the
-        `top` oldest and largest threads, and whether the object store answers."""
+        """What `lgpd doctor` shows: the server and its durability settings (`durability`:
+        whether it is a primary or in recovery, its standbys, what can lose or hang a commit),
+        the schema's version against this package's, extensions, each table's and index's
+        size, the `top` oldest and largest threads, and whether the object store answers."""
         quoted = quote_schema(self.schema)
         out: dict[str, Any] = {"schema": self.schema, "package_schema_version": len(schema_sql.migrations())}
         out["schema_version"] = await self.aschema_version()
@@ -390,6 +425,7 @@ class AsyncDurablePostgresSaver(SaverCore):
             out["server"] = await cur.fetchone()
             await cur.execute(doctor_sql.SETTINGS)
             out["settings"] = {r["name"]: r["setting"] for r in await cur.fetchall()}
+            out["durability"] = await self._read_durability(conn)
             await cur.execute(doctor_sql.EXTENSIONS)
             out["extensions"] = {r["extname"]: r["extversion"] for r in await cur.fetchall()}
             await cur.execute(doctor_sql.RELATIONS, {"schema": self.schema})
@@ -401,8 +437,24 @@ class AsyncDurablePostgresSaver(SaverCore):
         out["object_store"] = await self.objects.probe(self.placement.prefix) if self.objects is not None else None
         return out
 
+    async def _read_durability(self, conn: AsyncConnection) -> Durability:
+        """The server's durability settings, as this saver's commits meet them: one statement
+        (in a transaction of its own on a connection not in autocommit: none is left open)."""
+        async with conn.cursor(row_factory=tuple_row) as cur:
+            if conn.autocommit:
+                await cur.execute(durability_sql.READ)
+            else:
+                async with conn.transaction():
+                    await cur.execute(durability_sql.READ)
+            row = await cur.fetchone()
+        assert row is not None
+        return durability_report(row, self.synchronous_commit)
+
     async def setup(self) -> None:
-        """Create or upgrade the schema; safe to call from many processes at once."""
+        """Create or upgrade the schema; safe to call from many processes at once. Then read
+        the server's durability settings into `self.durability` and log them (logger
+        "langgraph_pg_durable"): a WARNING when the server acknowledges commits that a crash
+        or a failover can lose, or commits would hang; INFO otherwise."""
         quoted = quote_schema(self.schema)
 
         async def migrate(conn: AsyncConnection) -> None:
@@ -429,9 +481,72 @@ class AsyncDurablePostgresSaver(SaverCore):
         while True:
             try:
                 async with self._connection() as conn:
-                    return await migrate(conn)
+                    await migrate(conn)
+                    # Best effort, after the migrations: a role or a server that refuses the read still gets setup().
+                    try:
+                        report = await self._read_durability(conn)
+                    except errors.Error as exc:
+                        logger.info("durability settings of the server not read (%s: %s)", type(exc).__name__, exc)
+                        return
+                break
             except Exception as exc:
                 await asyncio.sleep(attempts.next_delay(exc))
+        self.durability = report
+        logger.log(logging.WARNING if report.problems else logging.INFO, "schema %s: %s", self.schema, report.message())
+
+    async def _distribute(self) -> tuple[str, ...]:
+        """See `adistribute`: the checks and the statements, in one transaction on one connection."""
+        quoted = quote_schema(self.schema)
+        steps = distribute_sql.steps(self.schema)
+
+        async def run(conn: AsyncConnection) -> tuple[str, ...]:
+            # A refusal raised in the transaction rolls it back: nothing is changed.
+            async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                await cur.execute(distribute_sql.CITUS_EXTENSION)
+                database, citus_version = await cur.fetchone()  # type: ignore[misc]
+                distribute_sql.require_citus(self.schema, database, citus_version)
+                # setup()'s lock: no migration runs while the tables are distributed.
+                await cur.execute(schema_sql.lock_sql(self.schema))
+                await cur.execute(schema_sql.ledger_exists_sql(), {"schema": self.schema})
+                version = None
+                if (await cur.fetchone())[0]:  # type: ignore[index]
+                    await cur.execute(schema_sql.current_version_sql(quoted))
+                    version = (await cur.fetchone())[0]  # type: ignore[index]
+                distribute_sql.require_schema(self.schema, version)
+                done = []
+                for step in steps:
+                    await cur.execute(step.sql)
+                    if await cur.fetchall():
+                        done.append(step.table)
+                return tuple(done)
+
+        attempts = Attempts(self.retry, f"distribution of schema {shown(self.schema)}")
+        while True:
+            try:
+                async with self._connection() as conn:
+                    return await run(conn)
+            except Exception as exc:
+                await asyncio.sleep(attempts.next_delay(exc))
+
+    # async:
+    async def adistribute(self) -> tuple[str, ...]:
+        """Distribute the schema's tables on Citus by thread_id, co-located, and make the
+        migrations ledger a reference table (the statements of `sql/distribute.py`), in one
+        transaction, on the coordinator, after `setup()`. DistributionError, nothing changed,
+        without the citus extension or the saver's tables. Returns the tables it distributed;
+        those Citus already had are skipped, so it can run again after an upgrade's setup()."""
+        return await self._distribute()
+
+    # end
+    # sync:
+    # def distribute(self) -> tuple[str, ...]:
+    #     """Distribute the schema's tables on Citus by thread_id, co-located, and make the
+    #     migrations ledger a reference table (the statements of `sql/distribute.py`), in one
+    #     transaction, on the coordinator, after `setup()`. DistributionError, nothing changed,
+    #     without the citus extension or the saver's tables. Returns the tables it distributed;
+    #     those Citus already had are skipped, so it can run again after an upgrade's setup()."""
+    #     return self._distribute()
+    # end
 
     # -- BaseCheckpointSaver -------------------------------------------------------------
 

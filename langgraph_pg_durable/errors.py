@@ -40,6 +40,25 @@ class DatabaseUnavailableError(DurableCheckpointError):
     """Transient database errors persisted past the retry deadline."""
 
 
+class HistoryRewoundError(DurableCheckpointError):
+    """A put's parent checkpoint, which this saver saw committed, is no longer on the server.
+
+    The server's history went back: a failover to a standby that had not received the last
+    commits (asynchronous replication), or another process deleted or pruned the thread.
+    Nothing was written on top of it. Run the graph again on the thread (input None) to go
+    on from the newest checkpoint the server holds, `newest_checkpoint_id` (None: none).
+    """
+
+    def __init__(
+        self, message: str, *, thread_id: str, checkpoint_ns: str, missing_checkpoint_id: str, newest_checkpoint_id: str | None
+    ) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.checkpoint_ns = checkpoint_ns
+        self.missing_checkpoint_id = missing_checkpoint_id
+        self.newest_checkpoint_id = newest_checkpoint_id
+
+
 class StatementError(DurableCheckpointError):
     """The database refused a statement with a permanent error, which is not retried.
 
@@ -76,3 +95,9 @@ class ListIntegrityError(CheckpointIntegrityError):
 
 class ChannelVersionError(DurableCheckpointError, ValueError):
     """A channel has reached the last version this saver can number (`get_next_version`)."""
+
+
+class DistributionError(DurableCheckpointError):
+    """`distribute()` refused to distribute the schema's tables on Citus: the database has no
+    `citus` extension (run `CREATE EXTENSION citus` on the coordinator), or the schema lacks the
+    saver's tables or is behind this package (run `setup()` first). Nothing was changed."""

@@ -66,6 +66,19 @@ class ListMemory:
             for key in [k for k in self._offers if k[:2] == (thread_id, ns)]:
                 del self._offers[key]
 
+    def forget_threads(self, thread_ids: Sequence[str]) -> None:
+        """Drop everything known of these threads, in every namespace: the versions their
+        checkpoints hold too (they were deleted or pruned)."""
+        threads = set(thread_ids)
+        with self._lock:
+            for key in [k for k in self._states if k[0] in threads]:
+                self._locations -= len(self._states.pop(key).locations)
+                self._unsee(key)
+            for offer in [k for k in self._offers if k[0] in threads]:
+                del self._offers[offer]
+            for held in [k for k in self._held if k[0] in threads]:
+                del self._held[held]
+
     def base(self, thread_id: str, ns: str, parent_id: str | None, channel: str) -> ListState | None:
         """The state of the channel's version in the parent checkpoint, if known."""
         if parent_id is None:

@@ -7,7 +7,7 @@ the saver's schema (`sql/`), the in-process caches (`memory.py`) and the object 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +27,7 @@ from .core.arrays import Int8Array, TextArray
 from .core.codec import Codec, load_json
 from .core.decode import DETAIL_REFS, CheckpointRow
 from .core.delta_history import DeltaWalk, replay_ancestors
+from .core.durability import Durability, check_synchronous_commit
 from .core.actions import send_nodes
 from .core.backfill import CheckpointFacts, WriteFacts, decoded_for_backfill, store_params, thread_backfill
 from .core.encode import PACKED_WRITES_TYPE
@@ -41,14 +42,16 @@ from .core.plan import Plan, Query
 from .core.runs import caller_run_id, invocation_of, new_run_id
 from .core.safe_serde import AllowedType, default_serializer, with_allowed_types
 from .core.safe_serde import accept_plaintext as accept_plaintext_rows
-from .errors import ConfigError, shown
+from .errors import ConfigError, HistoryRewoundError, shown
 from .memory import DEFAULT_ITEM_CACHE_BYTES, CheckpointNotes, ItemCache, ListMemory, RecentDigests, RunRegistry
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, gc_cutoff, open_store
 from .retry import RetryPolicy
 from .sql.logs import ThreadNeed
 from .sql.reads import RunLane
+from .sql.writes import ParentStatus
 from .sql.schema import DEFAULT_SCHEMA, gc_lock_key, quote_schema, thread_lock_keys
 from .sql.statements import Statements
+from .sql import durability as durability_sql
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 GC_BATCH = 1000  # object keys checked against the tables per statement
@@ -90,6 +93,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         allowed_types: Iterable[AllowedType] = (),
         accept_plaintext: bool = False,
         action_log: bool = True,
+        synchronous_commit: str | None = None,
     ) -> None:
         """Options every saver takes (the shells pass them through):
 
@@ -107,6 +111,9 @@ class SaverCore(BaseCheckpointSaver[str]):
         - accept_plaintext: with an encrypting serde, also read rows written unencrypted.
         - action_log: keep the action log (the `actions` and `runs` views) as tasks write;
           off, checkpoints still carry their run ids, and `backfill_actions()` fills it later.
+        - synchronous_commit: what every write the saver commits waits for, whatever the
+          server's or the role's default: 'local' (the server's WAL flush), 'remote_write',
+          'on' or 'remote_apply' (also the synchronous standbys'); None: the default.
         """
         # Without a serde, LangGraph's strict msgpack allowlist (plus allowed_types): a
         # stored row never imports or calls anything else (see safe_serde.py).
@@ -123,6 +130,13 @@ class SaverCore(BaseCheckpointSaver[str]):
         if not isinstance(action_log, bool):
             raise ConfigError(f"action_log must be True or False, got {shown(action_log)}")
         self.action_log = action_log
+        self.synchronous_commit = check_synchronous_commit(synchronous_commit)
+        # Built once: sent before each write, in its transaction (see _preamble).
+        self._commit_setting: tuple[str, Mapping[str, Any]] | None = (
+            (durability_sql.SET_SYNCHRONOUS_COMMIT, {"synchronous_commit": synchronous_commit}) if synchronous_commit is not None else None
+        )
+        # What the last setup() read of the server's durability settings (None: not read).
+        self.durability: Durability | None = None
         # Set on the copy importer.import_official writes through: its puts (made outside any
         # invocation) get no run id, so backfill_actions gives them the runs LangGraph made.
         self.importing = False
@@ -255,8 +269,13 @@ class SaverCore(BaseCheckpointSaver[str]):
         return Query(where, self.sql.put[(plain, self.action_log)], params, stored, uploads, locks=self._locks([thread_id]))
 
     def _preamble(self, query: Query[Any]) -> list[tuple[str, Mapping[str, Any]]]:
-        """The statements sent before `query` in its transaction: the one taking its writer locks (none without locks)."""
-        return [(self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})] if query.locks else []
+        """The statements sent before `query` in its transaction (none without locks): the
+        one taking its writer locks, then the saver's synchronous_commit for the commit
+        (local to the transaction, which the shells commit after the write)."""
+        if not query.locks:
+            return []
+        lock = (self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
+        return [lock] if self._commit_setting is None else [lock, self._commit_setting]
 
     @staticmethod
     def _parent_key(config: RunnableConfig) -> tuple[str, str, str]:
@@ -504,7 +523,19 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _delete_threads_query(self, thread_ids: Sequence[str]) -> Query[None]:
         ids = [id_text(t, "thread_id") for t in thread_ids]
-        return Query(f"delete of threads {shown(ids)}", self.sql.delete_threads, {"thread_ids": ids}, locks=self._locks(ids))
+        return Query(
+            f"delete of threads {shown(ids)}", self.sql.delete_threads, {"thread_ids": ids}, self._forgetting(ids), locks=self._locks(ids)
+        )
+
+    def _forgetting(self, thread_ids: Sequence[str]) -> Callable[[Sequence[Any]], None]:
+        """The decode of a delete or prune of these threads: what the saver saw of them is
+        forgotten, so a run still writing to one of them is not taken for a rewound history
+        (see HistoryRewoundError) and writes whole what it holds."""
+
+        def forget(fetched: Sequence[Any]) -> None:
+            self.memory.forget_threads(thread_ids)
+
+        return forget
 
     def _run_lanes_query(self, ids: Sequence[str]) -> Query[set[tuple[str, str, str]]]:
         """delete_for_runs, second: the runs' checkpoints that surviving DeltaChannel ones replay."""
@@ -535,7 +566,9 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _delete_for_runs_query(self, ids: Sequence[str], keep: set[tuple[str, str, str]], threads: Sequence[str]) -> Query[None]:
         params = {"run_ids": ids, "thread_ids": list(threads), **_keep_params(keep)}
-        return Query(f"delete_for_runs {shown(ids)}", self.sql.delete_for_runs, params, locks=self._locks(threads))
+        return Query(
+            f"delete_for_runs {shown(ids)}", self.sql.delete_for_runs, params, self._forgetting(threads), locks=self._locks(threads)
+        )
 
     def _copy_thread_query(self, source_thread_id: str, target_thread_id: str) -> Query[None]:
         source = id_text(source_thread_id, "source thread_id")
@@ -566,7 +599,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             return self._delete_threads_query(thread_ids)
         ids = [id_text(t, "thread_id") for t in thread_ids]
         params = {"thread_ids": ids, **_keep_params((r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in keep)}
-        return Query(f"prune of threads {shown(ids)}", self.sql.prune_keep_latest, params, locks=self._locks(ids))
+        return Query(f"prune of threads {shown(ids)}", self.sql.prune_keep_latest, params, self._forgetting(ids), locks=self._locks(ids))
 
     def _latest_rows_query(self, thread_ids: Sequence[str]) -> Query[list[CheckpointRow]]:
         ids = [id_text(t, "thread_id") for t in thread_ids]
@@ -597,6 +630,11 @@ class SaverCore(BaseCheckpointSaver[str]):
             self._note_checkpoint(key.thread_id, key.checkpoint_ns, checkpoint, metadata)
         query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=parent_writes_done, run_id=run_id)
         stored = yield query
+        parent = query.params["check_parent"]
+        if stored is None and parent is not None:
+            status = yield self._parent_status_query(key.thread_id, key.checkpoint_ns, parent)
+            if not status.parent_stored:
+                raise self._history_rewound(query.params, status)
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
             stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_offers=False, run_id=run_id)
@@ -604,6 +642,38 @@ class SaverCore(BaseCheckpointSaver[str]):
             stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_memory=False, run_id=run_id)
         assert stored is not None
         return stored  # type: ignore[no-any-return]
+
+    def _parent_status_query(self, thread_id: str, ns: str, checkpoint_id: str) -> Query[ParentStatus]:
+        return Query(
+            f"check of checkpoint {shown(checkpoint_id)} on thread {shown(thread_id)}",
+            self.sql.parent_status,
+            {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id},
+            lambda fetched: ParentStatus(bool(fetched[0][0]), fetched[0][1]),
+        )
+
+    def _history_rewound(self, params: Mapping[str, Any], status: ParentStatus) -> HistoryRewoundError:
+        """The error of a put whose parent, seen committed, is gone; what the saver holds of
+        the lane's lists is forgotten, so that reads and puts start again from the server."""
+        thread_id, ns, parent = params["thread_id"], params["checkpoint_ns"], params["check_parent"]
+        self.memory.forget(thread_id, ns)
+        newest = status.newest_checkpoint_id
+        return HistoryRewoundError(
+            f"put of checkpoint {shown(params['checkpoint_id'])} on thread {shown(thread_id)}"
+            + (f" (namespace {shown(ns)})" if ns else "")
+            + f": its parent checkpoint {shown(parent)}, which this saver saw committed, is no longer stored; "
+            + (
+                f"the newest checkpoint the server holds for the thread is {shown(newest)}"
+                if newest
+                else "the server holds no checkpoint of the thread"
+            )
+            + ". The history was rewound (a failover to a standby that had not received the last commits) or another process "
+            "deleted or pruned it. Nothing was written; run the graph on the thread again with input None to go on from what the "
+            "server holds.",
+            thread_id=thread_id,
+            checkpoint_ns=ns,
+            missing_checkpoint_id=parent,
+            newest_checkpoint_id=newest,
+        )
 
     def _delta_history_plan(self, config: RunnableConfig, channels: Sequence[str]) -> Plan[dict[str, Any]]:
         """get_delta_channel_history: pages of bare rows up the parent chain, then one read

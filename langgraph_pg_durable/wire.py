@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import struct
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,19 @@ _FORMATS = {b"s": PyFormat.AUTO, b"b": PyFormat.BINARY}
 # A statement we prepared that the session no longer knows (DISCARD ALL, DEALLOCATE, a
 # pooler that moved us to another server session): forget them all and prepare again.
 _GONE = "26000"
+# The server function that warns when a commit's wait for its synchronous standby was cut
+# short: committed locally, perhaps not replicated. Named the same in every server locale.
+_SYNC_REP_WAIT = "SyncRepWaitForLSN"
+
+
+class FlightTimeout(errors.OperationalError):
+    """A flight outlasted its attempt's timeout: the connection was closed (the server may
+    still have run its statements: every one is idempotent, the caller sends them again)."""
+
+
+class CommitNotConfirmed(errors.OperationalError):
+    """The server committed the flight's transaction but warned that its wait for the
+    synchronous standby was cancelled: not acknowledged, so the caller sends it again."""
 
 
 @dataclass(frozen=True)
@@ -151,9 +165,35 @@ def forget(conn: Any) -> None:
     _sessions.pop(conn, None)
 
 
-def exchange(conn: Any, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> PQGen[list[tuple[Any, ...]]]:
+def _within(gen: PQGen[Any], pgconn: Any, deadline: float | None) -> PQGen[Any]:
+    """`gen`, unless `deadline` (time.monotonic) passes first: then the connection is closed
+    and FlightTimeout raised. The shells' waits resume it at least every 0.1 s."""
+    if deadline is None:
+        return (yield from gen)
+    try:
+        wait = next(gen)
+        while True:
+            ready = yield wait
+            if time.monotonic() >= deadline:
+                pgconn.finish()
+                raise FlightTimeout("no answer from the server within the attempt's timeout: the connection was closed")
+            wait = gen.send(ready)
+    except StopIteration as done:
+        return done.value
+
+
+def exchange(conn: Any, statements: Sequence[tuple[str, Mapping[str, Any]]], timeout: float | None = None) -> PQGen[list[tuple[Any, ...]]]:
     """Send `statements` in one flight, as one implicit transaction (an error in one rolls
-    back those before it), and return the rows of the last; raises the first error."""
+    back those before it), and return the rows of the last; raises the first error.
+    Past `timeout` seconds the connection is closed (FlightTimeout); a commit whose wait for
+    a synchronous standby was cancelled raises CommitNotConfirmed."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    cut_short: list[str] = []
+
+    def watch(diagnostic: errors.Diagnostic) -> None:
+        if diagnostic.source_function == _SYNC_REP_WAIT:
+            cut_short.append(diagnostic.message_primary or "")
+
     pgconn = conn.pgconn
     tx = Transformer.from_context(conn)
     # psycopg's prepare_threshold=None: no server-side prepared statements (PgBouncer in
@@ -161,6 +201,7 @@ def exchange(conn: Any, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> 
     prepared = _session(conn) if conn.prepare_threshold is not None else None
     utf8 = conn.info.encoding == "utf-8"
     sent: list[tuple[bytes, bool]] = []  # (name, whether a Parse went before it)
+    conn.add_notice_handler(watch)
     pgconn.enter_pipeline_mode()
     try:
         for query, params in statements:
@@ -187,20 +228,21 @@ def exchange(conn: Any, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> 
             if fresh:
                 prepared.names[key] = name
         pgconn.pipeline_sync()
-        yield from generators.send(pgconn)
+        yield from _within(generators.send(pgconn), pgconn, deadline)
         error: errors.Error | None = None
         last: pq.abc.PGresult | None = None
         for _name, fresh in sent:
             for _ in range(2 if fresh else 1):
-                results = yield from generators.fetch_many(pgconn)
+                results = yield from _within(generators.fetch_many(pgconn), pgconn, deadline)
                 for result in results:
                     if result.status == pq.ExecStatus.FATAL_ERROR and error is None:
                         error = errors.error_from_result(result, encoding=conn.info.encoding)
                     last = result
-        sync = yield from generators.fetch_many(pgconn)
+        sync = yield from _within(generators.fetch_many(pgconn), pgconn, deadline)
         if not sync or sync[-1].status != pq.ExecStatus.PIPELINE_SYNC:
             raise errors.InternalError(f"expected the pipeline's sync, got {[r.status for r in sync]}")
     finally:
+        conn.remove_notice_handler(watch)
         if pgconn.status == pq.ConnStatus.OK and pgconn.pipeline_status != pq.PipelineStatus.OFF:
             pgconn.exit_pipeline_mode()
     if error is not None:
@@ -208,6 +250,10 @@ def exchange(conn: Any, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> 
             # A Parse that failed (or statements the session lost) leaves names we cannot trust.
             forget(conn)
         raise error
+    if cut_short:
+        raise CommitNotConfirmed(
+            f"the server committed but did not confirm replication to its synchronous standby ({cut_short[0]}); sending it again"
+        )
     if last is None or last.status != pq.ExecStatus.TUPLES_OK:
         return []
     tx.set_pgresult(last)

@@ -35,6 +35,7 @@ NAMES = {
     "AsyncConnection": "Connection",
     "AsyncIterator": "Iterator",
     "AsyncWritesInFlight": "WritesInFlight",
+    "AsyncFailoverPool": "FailoverPool",
     "asynccontextmanager": "contextmanager",
     "aget_tuple": "get_tuple",
     "alist": "list",

@@ -1,5 +1,5 @@
-"""`lgpd prune`, `lgpd gc`, `lgpd backfill` and `lgpd import-official` (the commands that
-write), and `lgpd doctor`.
+"""`lgpd prune`, `lgpd gc`, `lgpd backfill`, `lgpd import-official` and `lgpd distribute`
+(the commands that write), and `lgpd doctor`.
 
 Each works through the threads page by page, with a progress bar on a terminal, and can
 be stopped (Ctrl-C) and run again: what it already did is not done twice.
@@ -17,11 +17,13 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
+from ..core.durability import Durability
 from ..errors import ConfigError
+from ..sql import distribute as distribute_sql
 from .app import app, errors, failing_cleanly
 from .filters import metadata_filter, moment
 from .listing import WhereOption
-from .render import Column, Format, console_for, emit, plain, progress, when
+from .render import Column, Format, console_for, emit, fields_of, plain, progress, when
 from .target import Target
 
 NoProgress = Annotated[bool, typer.Option("--no-progress", help="no progress bar (there is none when stderr is not a terminal)")]
@@ -186,9 +188,10 @@ def doctor(
     top: Annotated[int, typer.Option(min=1, help="how many of the oldest and largest threads")] = 5,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="table for a person; json for a program")] = Format.table,
 ) -> None:
-    """The server, its durability settings, the schema against this package, table and
-    index sizes, the oldest and largest threads, and whether the object store answers.
-    Exits 1 when something needs doing (a schema behind, a setting that can lose commits)."""
+    """The server, its durability settings (primary or standby, its standbys), the schema
+    against this package, table and index sizes, the oldest and largest threads, and whether
+    the object store answers. Exits 1 when something needs doing (a schema behind, a setting
+    that can lose commits, a synchronous standby missing); notes are not failures."""
     target: Target = ctx.obj
     with target.saver(need_schema=False) as saver:
         found = saver.diagnose(top=top)
@@ -198,18 +201,32 @@ def doctor(
     elif found["schema_version"] < found["package_schema_version"]:
         behind = f"schema {found['schema']!r} is at version {found['schema_version']}"
         problems.append(f"{behind}, the package at {found['package_schema_version']}: run `lgpd setup`")
-    for name, bad in (("fsync", "off"), ("synchronous_commit", "off"), ("full_page_writes", "off")):
-        if found["settings"].get(name) == bad:
-            problems.append(f"{name} is {bad}: the server acknowledges commits a crash can lose")
+    durability: Durability = found["durability"]
+    problems += durability.problems
     if isinstance(found["object_store"], str) and found["object_store"] != "reachable":
         problems.append(f"the object store is {found['object_store']}")
     found["problems"] = problems
+    found["notes"] = list(durability.notes)
     if fmt is not Format.table:
         print(json.dumps(plain(found), ensure_ascii=False, indent=2))
     else:
         console = console_for(sys.stdout, piped_width=100)
         console.print(Text(f"PostgreSQL {found['server']['version']}", style="bold"))
         console.print(Text("settings: " + ", ".join(f"{k}={v!s}" for k, v in found["settings"].items())))
+        role = {True: "a standby (in recovery)", False: "a primary", None: "unknown"}[durability.in_recovery]
+        console.print(Text(f"server: {role}" + ("" if durability.in_recovery else f", standbys connected: {len(durability.standbys)}")))
+        if durability.standbys:
+            emit(
+                (fields_of(standby) for standby in durability.standbys),
+                Format.table,
+                [
+                    Column("standby", "application_name", style="cyan"),
+                    Column("state", "state"),
+                    Column("sync state", "sync_state"),
+                    Column("replay lag", "replay_lag", lambda lag: "" if lag is None else f"{lag:.3f} s"),
+                ],
+                console=console,
+            )
         console.print(Text("extensions: " + ", ".join(f"{k} {v}" for k, v in found["extensions"].items())))
         console.print(
             Text(f"schema {found['schema']}: version {found['schema_version']} (this package: {found['package_schema_version']})")
@@ -235,12 +252,40 @@ def doctor(
                     ],
                     console=console,
                 )
+        for note in durability.notes:
+            console.print(Text(f"note: {note}", style="yellow"))
         for problem in problems:
             console.print(Text(f"! {problem}", style="bold red"))
         if not problems:
             console.print(Text("no problem found", style="green"))
     if problems:
         raise typer.Exit(1)
+
+
+@app.command()
+@failing_cleanly
+def distribute(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", "--print", help="print the statements (a psql script) and run nothing; needs no database")
+    ] = False,
+) -> None:
+    """Scale out on Citus (writes): distribute the schema's tables by thread_id, co-located,
+    and make the migrations ledger a reference table, in one transaction (what
+    saver.distribute() does). Run on the coordinator, after `lgpd setup`; tables already
+    distributed are skipped. Refused, nothing changed, without the citus extension."""
+    target: Target = ctx.obj
+    if dry_run:
+        print(distribute_sql.script(target.schema), end="")
+        errors.print("dry run: nothing was run")
+        return
+    with target.saver(need_schema=False) as saver:
+        done = saver.distribute()
+    steps = distribute_sql.steps(target.schema)
+    for step in steps:
+        what = "reference table" if step.reference else f"distributed by {distribute_sql.DISTRIBUTION_COLUMN}"
+        print(f"{step.table}: {what}{'' if step.table in done else ' (already)'}")
+    print(f"schema {target.schema!r}: {len(done)} of {len(steps)} tables distributed now")
 
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")

@@ -21,7 +21,7 @@ from ..sql import schema as schema_sql
 from ..sql.schema import DEFAULT_SCHEMA
 
 # A person waits at a terminal: fail in seconds, not after the saver's 30 s deadline.
-CLI_RETRY = RetryPolicy(deadline=5.0, max_attempts=4)
+CLI_RETRY = RetryPolicy(deadline=5.0, max_attempts=4, reconnect_deadline=5.0)
 CONNECT_TIMEOUT = 10.0
 
 

@@ -29,6 +29,7 @@ class Statements:
     GC_SHARE = writes.GC_SHARE
     GC_LOCK = writes.GC_LOCK
     GC_UNLOCK = writes.GC_UNLOCK
+    CONFIRM_COMMIT = writes.CONFIRM_COMMIT
 
     def __init__(self, schema: str) -> None:
         self.schema = schema
@@ -39,6 +40,7 @@ class Statements:
         self.put = {
             (plain, log): compact(writes.put_plain(q, log=log) if plain else writes.put(q, log=log)) for plain in BOTH for log in BOTH
         }
+        self.parent_status = writes.parent_status(q)
         self.put_writes = {
             (replace, offloaded, log): compact(writes.put_writes(q, replace=replace, offloaded=offloaded, log=log))
             for replace in BOTH

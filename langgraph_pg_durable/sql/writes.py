@@ -6,6 +6,8 @@ checkpoint row in one data-modifying CTE. Every insert is idempotent (ON CONFLIC
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 NULL_TASK = "00000000-0000-0000-0000-000000000000"  # the caller's writes (a Command, a resume)
 
 # gc's lock, one per object prefix: a put storing objects holds it shared from its first
@@ -14,6 +16,10 @@ NULL_TASK = "00000000-0000-0000-0000-000000000000"  # the caller's writes (a Com
 GC_SHARE = "SELECT pg_advisory_xact_lock_shared(%(gc_key)s)"
 GC_LOCK = "SELECT pg_advisory_lock(%(gc_key)s)"
 GC_UNLOCK = "SELECT pg_advisory_unlock(%(gc_key)s)"
+# Gives the transaction an id, so that its commit waits for the synchronous standby even
+# when the rest of it writes nothing: sent again after a commit whose wait was cancelled,
+# it confirms that one too (a standby confirms the WAL in order).
+CONFIRM_COMMIT = "SELECT txid_current()"
 
 
 def lock_threads() -> str:
@@ -145,6 +151,24 @@ SELECT
     %(value_versions)b::text[], %(metadata)s::jsonb, %(metadata_exact)s
 WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
 {_checkpoint_conflict()}"""
+
+
+class ParentStatus(NamedTuple):
+    """The row of `parent_status`."""
+
+    parent_stored: bool
+    newest_checkpoint_id: str | None
+
+
+def parent_status(q: str) -> str:
+    """After a put that wrote nothing, whose parent the saver saw committed: whether the
+    parent is still stored, and the lane's newest checkpoint. Sent only then, never on the
+    hot path (the put's own missing-bases guard is the detection)."""
+    return f"""SELECT EXISTS (
+    SELECT 1 FROM {q}.checkpoints p
+    WHERE p.thread_id = %(thread_id)s AND p.checkpoint_ns = %(checkpoint_ns)s AND p.checkpoint_id = %(checkpoint_id)s),
+  (SELECT max(c.checkpoint_id) FROM {q}.checkpoints c
+    WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = %(checkpoint_ns)s)"""
 
 
 def _checkpoint_conflict() -> str:

@@ -70,8 +70,8 @@ def test_a_history_walk_does_not_fetch_the_items_the_saver_holds(pg_dsn: str, sc
         rows: list[int] = []
         send = saver._send
 
-        def counting(conn: Any, query: Any) -> Any:
-            fetched = send(conn, query)
+        def counting(conn: Any, query: Any, **options: Any) -> Any:
+            fetched = send(conn, query, **options)
             if "known" in query.params:  # a page's details
                 rows.append(len(fetched))
             return fetched

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from checkpoints import next_put
-from langgraph_pg_durable import DurablePostgresSaver
+from langgraph_pg_durable import DurablePostgresSaver, HistoryRewoundError
 from langgraph_pg_durable.sql.schema import thread_lock_keys
 
 NOTES = [f"note {i}" for i in range(400)]  # a list in the delta layout
@@ -73,9 +73,12 @@ def saver(pg_dsn: str, schema_name: str):
         yield saver
 
 
-def test_a_put_waits_for_a_delete_thread_and_then_writes_a_whole_checkpoint(
+def test_a_put_waits_for_another_process_delete_thread_and_then_refuses_to_write_on_it(
     saver: DurablePostgresSaver, pg_dsn: str, schema_name: str
 ) -> None:
+    """The put's parent, which the saver saw committed, is gone when its turn comes: it
+    raises HistoryRewoundError and writes nothing (a delete by the saver itself would have
+    made it forget the thread: see test_integrity)."""
     second, v2 = _history(saver)
     with psycopg.connect(pg_dsn) as deleter:  # a delete_thread in flight: lock held, rows deleted, not committed
         deleter.execute("SELECT pg_advisory_xact_lock(%s)", thread_lock_keys(schema_name, ["t"]))
@@ -85,10 +88,12 @@ def test_a_put_waits_for_a_delete_thread_and_then_writes_a_whole_checkpoint(
         put = InBackground(lambda: next_put(saver, second, values, v3, {"notes": v3["notes"]}, step=2))
         wait_until_blocked_on_a_writer_lock(pg_dsn, put)
         deleter.commit()
-    third = put.result()
+    with pytest.raises(HistoryRewoundError) as rewound:
+        put.result()
+    assert rewound.value.missing_checkpoint_id == second["configurable"]["checkpoint_id"]
+    assert rewound.value.newest_checkpoint_id is None and "no checkpoint of the thread" in str(rewound.value)
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
-        assert fresh.get_tuple(third).checkpoint["channel_values"] == values
-        assert [t.config for t in fresh.list({"configurable": {"thread_id": "t"}})] == [third]
+        assert list(fresh.list({"configurable": {"thread_id": "t"}})) == []
 
 
 def test_a_delete_thread_waits_for_a_put_and_then_deletes_it_too(saver: DurablePostgresSaver, pg_dsn: str, schema_name: str) -> None:

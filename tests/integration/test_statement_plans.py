@@ -38,9 +38,9 @@ def test_a_put_checks_its_bases_by_primary_key_whatever_the_plan(pg_dsn: str, sc
         saver.setup()
         send = saver._send
 
-        def recording(conn: Any, query: Any) -> Any:
+        def recording(conn: Any, query: Any, **options: Any) -> Any:
             sent.append(query)
-            return send(conn, query)
+            return send(conn, query, **options)
 
         saver._send = recording  # type: ignore[method-assign]
         config = {"configurable": {"thread_id": f"plans-{uuid.uuid4().hex[:8]}"}, "recursion_limit": STEPS + 5}

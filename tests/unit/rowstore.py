@@ -72,6 +72,11 @@ class RowStore:
         }
         return [(1,)]
 
+    def parent_status(self, p: Mapping[str, Any]) -> list[tuple]:
+        lane = (p["thread_id"], p["checkpoint_ns"])
+        ids = [k[2] for k in self.checkpoints if k[:2] == lane]
+        return [((*lane, p["checkpoint_id"]) in self.checkpoints, max(ids) if ids else None)]
+
     def _task_rows(self, p: Mapping[str, Any]) -> list[tuple]:
         head = (p["thread_id"], p["checkpoint_ns"], p["checkpoint_id"], p["task_id"])
         return [k for k in self.writes if k[:4] == head]
@@ -193,6 +198,9 @@ class RowStoreSaver(SaverCore):
             if query.sql in getattr(sql, name).values():
                 self.sent.append(name)
                 return handler(p)
+        if query.sql == sql.parent_status:
+            self.sent.append("parent_status")
+            return self.store.parent_status(p)
         if query.sql in sql.put_writes_items.values() or query.sql in sql.put_writes.values():
             self.sent.append("put_writes")
             replace = any(query.sql == text for (replaces, _, _), text in sql.put_writes.items() if replaces)

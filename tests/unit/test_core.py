@@ -11,7 +11,7 @@ from psycopg_pool import PoolClosed, PoolTimeout
 
 from langgraph_pg_durable import DatabaseUnavailableError, RetryPolicy, StatementError
 from langgraph_pg_durable.errors import shown
-from langgraph_pg_durable.retry import Attempts, is_transient
+from langgraph_pg_durable.retry import Attempts, is_server_lost, is_transient
 from langgraph_pg_durable.core.codec import Codec
 from langgraph_pg_durable.core.decode import unpack_writes
 from langgraph_pg_durable.core.encode import PACKED_WRITES_TYPE, put_writes_params
@@ -56,6 +56,7 @@ def test_a_thread_begun_with_long_versions_keeps_them() -> None:
         (pg_errors.ConnectionFailure("x"), True),
         (pg_errors.CrashShutdown("x"), True),
         (PoolTimeout("couldn't get a connection after 30.00 sec"), True),
+        (pg_errors.ReadOnlySqlTransaction("cannot execute INSERT in a read-only transaction"), True),
         # Permanent: a 1 MB key was once retried for 8 s as "transient".
         (pg_errors.ProgramLimitExceeded("index row size 1048808 exceeds maximum 2704"), False),
         (pg_errors.InsufficientPrivilege("permission denied for schema x"), False),
@@ -76,6 +77,34 @@ def test_attempts_are_bounded_and_end_in_a_clear_error() -> None:
         attempts.next_delay(exc)
 
 
+@pytest.mark.parametrize(
+    "exc, lost",
+    [
+        (psycopg.OperationalError("server closed the connection unexpectedly"), True),
+        (pg_errors.ReadOnlySqlTransaction("cannot execute INSERT in a read-only transaction"), True),
+        (pg_errors.AdminShutdown("terminating connection due to unexpected postmaster exit"), True),
+        (PoolTimeout("couldn't get a connection after 30.00 sec"), True),
+        (pg_errors.SerializationFailure("x"), False),
+        (pg_errors.TooManyConnections("x"), False),
+    ],
+)
+def test_a_lost_server_is_told_from_a_lost_race(exc: Exception, lost: bool) -> None:
+    assert is_server_lost(exc) is lost
+
+
+def test_a_lost_server_is_retried_past_max_attempts_until_the_reconnect_deadline() -> None:
+    """A failover takes longer than a lost race: its attempts are not counted, the clock is."""
+    policy = RetryPolicy(max_attempts=2, initial_backoff=0.001, max_backoff=0.001, deadline=0.0, reconnect_deadline=3600.0)
+    attempts = Attempts(policy, "put on thread 't'")
+    for _ in range(50):
+        assert 0 < attempts.next_delay(pg_errors.ReadOnlySqlTransaction("read-only")) <= 0.001
+    with pytest.raises(DatabaseUnavailableError, match="51 attempt"):
+        attempts.next_delay(pg_errors.SerializationFailure("could not serialize access"))  # bounded by `deadline`
+    over = Attempts(RetryPolicy(reconnect_deadline=0.0), "put on thread 't'")
+    with pytest.raises(DatabaseUnavailableError, match="put on thread 't' failed after 1 attempt"):
+        over.next_delay(psycopg.OperationalError("connection refused"))
+
+
 def test_a_permanent_error_is_raised_at_once_as_a_named_error() -> None:
     attempts = Attempts(RetryPolicy(), "get_tuple on thread 't'")
     with pytest.raises(StatementError, match="get_tuple on thread 't' failed.*23505") as raised:
@@ -86,7 +115,7 @@ def test_a_permanent_error_is_raised_at_once_as_a_named_error() -> None:
 
 def test_messages_quote_a_huge_id_shortly() -> None:
     huge = "t" * 1_000_000
-    attempts = Attempts(RetryPolicy(max_attempts=1), f"put on thread {shown(huge)}")
+    attempts = Attempts(RetryPolicy(max_attempts=1, reconnect_deadline=0.0), f"put on thread {shown(huge)}")
     with pytest.raises(DatabaseUnavailableError) as raised:
         attempts.next_delay(psycopg.OperationalError("x" * 1_000_000))
     assert len(str(raised.value)) < 1_000 and "1,000,002 characters" in str(raised.value)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
@@ -14,7 +15,7 @@ from rowstore import RowStoreSaver
 from langgraph_pg_durable.core.codec import Codec
 from langgraph_pg_durable.core.lists import ListState, locate, plan, restore, stored
 from langgraph_pg_durable.core.offload import Placement
-from langgraph_pg_durable.errors import ListIntegrityError
+from langgraph_pg_durable.errors import HistoryRewoundError, ListIntegrityError
 
 ITEMS = st.one_of(
     st.text(max_size=12),
@@ -151,10 +152,36 @@ def test_pending_writes_store_their_items_once_and_the_delta_reuses_them() -> No
     _check(saver, history)
 
 
-def test_a_put_whose_base_row_is_gone_is_sent_again_whole() -> None:
-    """The missing-bases guard: a delta whose parent and chain were deleted meanwhile (a
-    delete keeps what a surviving checkpoint holds, so the parent goes with them) writes
-    nothing, and the plan sends the put again as a snapshot."""
+def test_a_put_whose_parent_is_gone_raises_history_rewound_and_writes_nothing() -> None:
+    """The missing-bases guard: a delta whose parent (seen committed) and chain are gone from
+    the server writes nothing; the plan asks whether the parent is there, and raises
+    HistoryRewoundError naming it and the newest checkpoint the server holds. The saver
+    forgets the lane's lists: the next put, from the newest checkpoint, is a snapshot."""
+    saver = RowStoreSaver(snapshot_every=8, list_min_bytes=0)
+    history = History(saver)
+    history.put(["a"])
+    survivor = history.order[-1][0]["configurable"]["checkpoint_id"]
+    history.put(["a", "b"])
+    lost = history.order[-1][0]["configurable"]["checkpoint_id"]
+    lost_version = history.order[-1][1]["channel_versions"]["items"]
+    del saver.store.values[("t", "", "items", lost_version)]
+    del saver.store.checkpoints[("t", "", lost)]
+    stored_before = (dict(saver.store.checkpoints), dict(saver.store.values), dict(saver.store.items))
+    saver.sent.clear()
+    with pytest.raises(HistoryRewoundError) as rewound:
+        history.put(["a", "b", "c"])
+    assert saver.sent == ["put", "parent_status"]
+    error = rewound.value
+    assert (error.thread_id, error.checkpoint_ns, error.missing_checkpoint_id, error.newest_checkpoint_id) == ("t", "", lost, survivor)
+    assert repr(lost) in str(error) and repr(survivor) in str(error) and "'t'" in str(error)
+    assert (saver.store.checkpoints, saver.store.values, saver.store.items) == stored_before  # nothing written
+    assert saver.memory.recent("t", "") == []
+
+
+def test_a_put_after_this_savers_own_delete_is_a_snapshot() -> None:
+    """A delta whose parent and chain this saver deleted meanwhile (a delete keeps what a
+    surviving checkpoint holds, so the parent goes with them): the delete made the saver
+    forget the thread, so the put relies on nothing and goes as a snapshot, in one statement."""
     saver = RowStoreSaver(snapshot_every=8, list_min_bytes=0)
     history = History(saver)
     history.put(["a"])
@@ -164,9 +191,10 @@ def test_a_put_whose_base_row_is_gone_is_sent_again_whole() -> None:
     first_version = history.order[0][1]["channel_versions"]["items"]
     del saver.store.values[("t", "", "items", first_version)]
     del saver.store.checkpoints[("t", "", history.order[-1][0]["configurable"]["checkpoint_id"])]
+    saver.memory.forget_threads(["t"])  # as this saver's own delete does
     saver.sent.clear()
     history.put(["a", "b", "c"])
-    assert saver.sent == ["put", "put"]  # refused, then whole
+    assert saver.sent == ["put"]
     newest = saver.store.values[("t", "", "items", history.order[-1][1]["channel_versions"]["items"])]
     assert newest["list_chain"] == []  # a snapshot, relying on no other row
     cold = RowStoreSaver()

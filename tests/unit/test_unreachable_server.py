@@ -33,7 +33,7 @@ def test_unreachable_server_fails_clearly_after_the_deadline() -> None:
     pool = ConnectionPool(f"postgresql://postgres@127.0.0.1:{port}/postgres", min_size=1, timeout=0.3, open=False)
     pool.open(wait=False)
     try:
-        saver = DurablePostgresSaver(pool, retry=RetryPolicy(deadline=1.0, initial_backoff=0.05, max_backoff=0.2))
+        saver = DurablePostgresSaver(pool, retry=RetryPolicy(deadline=1.0, reconnect_deadline=1.0, initial_backoff=0.05, max_backoff=0.2))
         started = time.monotonic()
         with pytest.raises(DatabaseUnavailableError, match="put of checkpoint .* on thread 'gone'.*attempt"):
             _put(saver, {"configurable": {"thread_id": "gone", "checkpoint_ns": ""}}, {"a": 1})
