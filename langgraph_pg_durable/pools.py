@@ -44,7 +44,10 @@ def with_connection_defaults(conn_string: str) -> str:
 
 
 class _SteadyAttempt(AttemptWithBackoff):
-    """psycopg_pool's reconnection backoff, its delay capped at RECONNECT_EVERY."""
+    """psycopg_pool's reconnection backoff from a quarter second (a promotion takes about
+    that), its delay capped at RECONNECT_EVERY."""
+
+    INITIAL_DELAY = 0.25
 
     def update_delay(self, now: float) -> None:
         super().update_delay(now)
