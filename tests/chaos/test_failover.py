@@ -33,7 +33,7 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from checkpoints import first_put, next_put
-from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver, HistoryRewoundError, RetryPolicy
+from langgraph_pg_durable import AsyncDurablePostgresSaver, DatabaseUnavailableError, DurablePostgresSaver, HistoryRewoundError, RetryPolicy
 from pg_server import PgServer
 from replication import ReplicaPair, start_replica_pair
 
@@ -286,3 +286,31 @@ def test_a_server_that_stops_answering_is_given_up_after_the_attempt_timeout(pg_
         with saver.conn.connection() as conn:
             assert conn.info.backend_pid != frozen
         assert saver.get_tuple(config).checkpoint["channel_values"] == {"a": 1}
+
+
+def test_a_server_turned_read_only_is_retried_and_left_once_writable(pg_server: PgServer) -> None:
+    """A demoted primary answers writes with SQLSTATE 25006: the saver retries (it is a
+    lost server, not a refused statement), and drains its pool, whose every connection is
+    on the read-only server; once the server is writable again (here the database's default
+    turned back), the same saver writes on."""
+    name = f"lgpd_ro_{uuid.uuid4().hex[:8]}"
+    dsn = pg_server.create_database(name)
+
+    def read_only(on: bool) -> None:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute("SET default_transaction_read_only = off")
+            admin.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = {"on" if on else "off"}')
+
+    with DurablePostgresSaver.from_conn_string(dsn, min_size=2, max_size=2) as saver:
+        saver.setup()
+        first = first_put(saver, "t", {"a": 1})
+        read_only(True)
+        saver.conn.drain()  # its connections now start read-only, as on a demoted server
+        saver.retry = RetryPolicy(reconnect_deadline=1.0, initial_backoff=0.05, max_backoff=0.2)
+        version = saver.get_next_version(None, None)
+        with pytest.raises(DatabaseUnavailableError, match="read-only"):
+            next_put(saver, first, {"a": 2}, {"a": version}, {"a": version}, step=0)
+        read_only(False)
+        saver.retry = RetryPolicy(reconnect_deadline=60.0)
+        second = next_put(saver, first, {"a": 2}, {"a": version}, {"a": version}, step=0)
+        assert saver.get_tuple(second).checkpoint["channel_values"] == {"a": 2}
