@@ -12,7 +12,8 @@ failover loses what the primary acknowledged since (a rewound history). Per tria
 prints: the error that reached the caller (if any), the acknowledged steps lost, the
 steps run twice (after resuming the thread with input None, as HistoryRewoundError
 advises), whether the final state is exact, and the seconds from the kill to the first
-step run on the new primary.
+step run on the new primary (and from the promotion, which the harness only starts once
+the standby has seen its primary go).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def _run(pair: ReplicaPair, saver_kind: str, replication: str, steps: int, kill_
             if replication == "sync":
                 pair._until(pair.standby_dsn, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver)", (), "standby kept its primary")
             pair.promote()
+            timing["promoted"] = time.monotonic()
         finally:
             promoted.set()
 
@@ -121,6 +123,7 @@ def _run(pair: ReplicaPair, saver_kind: str, replication: str, steps: int, kill_
         "run_twice": run_twice,
         "exact": exact,
         "kill_to_first_step_s": round(timing["first_after"] - timing["kill"], 2) if "first_after" in timing else None,
+        "promotion_to_first_step_s": round(timing["first_after"] - timing["promoted"], 2) if "promoted" in timing else None,
     }
 
 
@@ -167,12 +170,14 @@ def main() -> None:
             for r in results:
                 print(f"{replication:5} {kind:8} {r}", flush=True)
             times = [r["kill_to_first_step_s"] for r in results if r["kill_to_first_step_s"] is not None]
+            after = [r["promotion_to_first_step_s"] for r in results if r["promotion_to_first_step_s"] is not None]
             errors = sum(r["error"] is not None for r in results)
             print(
                 f"== {replication} replication, {kind}: {args.trials} trials, errors to the caller {errors}, "
                 f"acknowledged steps lost {[r['lost'] for r in results]}, run twice {[r['run_twice'] for r in results]}, "
                 f"exact {sum(r['exact'] for r in results)}/{args.trials}, kill to first step on the new primary "
-                f"{(min(times), statistics.median(times), max(times)) if times else '-'} s",
+                f"{(min(times), statistics.median(times), max(times)) if times else '-'} s "
+                f"(from the promotion: {(min(after), statistics.median(after), max(after)) if after else '-'} s; min, median, max)",
                 flush=True,
             )
 
