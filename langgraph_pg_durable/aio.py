@@ -494,8 +494,12 @@ class AsyncDurablePostgresSaver(SaverCore):
         self.durability = report
         logger.log(logging.WARNING if report.problems else logging.INFO, "schema %s: %s", self.schema, report.message())
 
-    async def _distribute(self) -> tuple[str, ...]:
-        """See `adistribute`: the checks and the statements, in one transaction on one connection."""
+    async def adistribute(self) -> tuple[str, ...]:
+        """Distribute the schema's tables on Citus by thread_id, co-located, and make the
+        migrations ledger a reference table (the statements of `sql/distribute.py`), in one
+        transaction, on the coordinator, after `setup()`. DistributionError, nothing changed,
+        without the citus extension or the saver's tables. Returns the tables it distributed;
+        those Citus already had are skipped, so it can run again after an upgrade's setup()."""
         quoted = quote_schema(self.schema)
         steps = distribute_sql.steps(self.schema)
 
@@ -527,26 +531,6 @@ class AsyncDurablePostgresSaver(SaverCore):
                     return await run(conn)
             except Exception as exc:
                 await asyncio.sleep(attempts.next_delay(exc))
-
-    # async:
-    async def adistribute(self) -> tuple[str, ...]:
-        """Distribute the schema's tables on Citus by thread_id, co-located, and make the
-        migrations ledger a reference table (the statements of `sql/distribute.py`), in one
-        transaction, on the coordinator, after `setup()`. DistributionError, nothing changed,
-        without the citus extension or the saver's tables. Returns the tables it distributed;
-        those Citus already had are skipped, so it can run again after an upgrade's setup()."""
-        return await self._distribute()
-
-    # end
-    # sync:
-    # def distribute(self) -> tuple[str, ...]:
-    #     """Distribute the schema's tables on Citus by thread_id, co-located, and make the
-    #     migrations ledger a reference table (the statements of `sql/distribute.py`), in one
-    #     transaction, on the coordinator, after `setup()`. DistributionError, nothing changed,
-    #     without the citus extension or the saver's tables. Returns the tables it distributed;
-    #     those Citus already had are skipped, so it can run again after an upgrade's setup()."""
-    #     return self._distribute()
-    # end
 
     # -- BaseCheckpointSaver -------------------------------------------------------------
 

@@ -462,8 +462,12 @@ class DurablePostgresSaver(SaverCore):
         self.durability = report
         logger.log(logging.WARNING if report.problems else logging.INFO, "schema %s: %s", self.schema, report.message())
 
-    def _distribute(self) -> tuple[str, ...]:
-        """See `adistribute`: the checks and the statements, in one transaction on one connection."""
+    def distribute(self) -> tuple[str, ...]:
+        """Distribute the schema's tables on Citus by thread_id, co-located, and make the
+        migrations ledger a reference table (the statements of `sql/distribute.py`), in one
+        transaction, on the coordinator, after `setup()`. DistributionError, nothing changed,
+        without the citus extension or the saver's tables. Returns the tables it distributed;
+        those Citus already had are skipped, so it can run again after an upgrade's setup()."""
         quoted = quote_schema(self.schema)
         steps = distribute_sql.steps(self.schema)
 
@@ -495,14 +499,6 @@ class DurablePostgresSaver(SaverCore):
                     return run(conn)
             except Exception as exc:
                 time.sleep(attempts.next_delay(exc))
-
-    def distribute(self) -> tuple[str, ...]:
-        """Distribute the schema's tables on Citus by thread_id, co-located, and make the
-        migrations ledger a reference table (the statements of `sql/distribute.py`), in one
-        transaction, on the coordinator, after `setup()`. DistributionError, nothing changed,
-        without the citus extension or the saver's tables. Returns the tables it distributed;
-        those Citus already had are skipped, so it can run again after an upgrade's setup()."""
-        return self._distribute()
 
     # -- BaseCheckpointSaver -------------------------------------------------------------
 

@@ -45,6 +45,7 @@ NAMES = {
     "alist_steps": "list_steps",
     "aschema_version": "schema_version",
     "adiagnose": "diagnose",
+    "adistribute": "distribute",
     "abackfill_actions": "backfill_actions",
     "aput": "put",
     "aput_writes": "put_writes",
