@@ -41,7 +41,8 @@ class DatabaseUnavailableError(DurableCheckpointError):
 
 
 class HistoryRewoundError(DurableCheckpointError):
-    """A put's parent checkpoint, which this saver saw committed, is no longer on the server.
+    """A put's parent checkpoint, or the checkpoint a task's writes go to, which this saver
+    saw committed, is no longer on the server.
 
     The server's history went back: a failover to a standby that had not received the last
     commits (asynchronous replication), or another process deleted or pruned the thread.

@@ -317,7 +317,12 @@ class SaverCore(BaseCheckpointSaver[str]):
             sql = self.sql.put_writes_items[self.action_log]
         else:
             sql = self.sql.put_writes[(built.replace, bool(built.uploads), self.action_log)]
-        yield Query(where, sql, params, stored, built.uploads, locks=self._locks([thread_id]))
+        wrote = yield Query(where, sql, params, stored, built.uploads, locks=self._locks([thread_id]))
+        seen = params["check_checkpoint"]
+        if not wrote and seen is not None:  # every write stored already, or the checkpoint gone
+            status = yield self._parent_status_query(thread_id, ns, seen)
+            if not status.parent_stored:
+                raise self._history_rewound(where, thread_id, ns, "its checkpoint", seen, status)
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = parse_config(config)
@@ -634,7 +639,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         if stored is None and parent is not None:
             status = yield self._parent_status_query(key.thread_id, key.checkpoint_ns, parent)
             if not status.parent_stored:
-                raise self._history_rewound(query.params, status)
+                raise self._history_rewound(query.operation, key.thread_id, key.checkpoint_ns, "its parent checkpoint", parent, status)
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
             stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_offers=False, run_id=run_id)
@@ -651,16 +656,17 @@ class SaverCore(BaseCheckpointSaver[str]):
             lambda fetched: ParentStatus(bool(fetched[0][0]), fetched[0][1]),
         )
 
-    def _history_rewound(self, params: Mapping[str, Any], status: ParentStatus) -> HistoryRewoundError:
-        """The error of a put whose parent, seen committed, is gone; what the saver holds of
-        the lane's lists is forgotten, so that reads and puts start again from the server."""
-        thread_id, ns, parent = params["thread_id"], params["checkpoint_ns"], params["check_parent"]
+    def _history_rewound(
+        self, operation: str, thread_id: str, ns: str, role: str, missing: str, status: ParentStatus
+    ) -> HistoryRewoundError:
+        """The error of a write whose checkpoint (`role`: the put's parent, the writes' own),
+        seen committed, is gone; what the saver holds of the lane's lists is forgotten, so
+        that reads and puts start again from the server."""
         self.memory.forget(thread_id, ns)
         newest = status.newest_checkpoint_id
         return HistoryRewoundError(
-            f"put of checkpoint {shown(params['checkpoint_id'])} on thread {shown(thread_id)}"
-            + (f" (namespace {shown(ns)})" if ns else "")
-            + f": its parent checkpoint {shown(parent)}, which this saver saw committed, is no longer stored; "
+            f"{operation}" + (f" (namespace {shown(ns)})" if ns else "") + f": {role} {shown(missing)}, "
+            "which this saver saw committed, is no longer stored; "
             + (
                 f"the newest checkpoint the server holds for the thread is {shown(newest)}"
                 if newest
@@ -671,7 +677,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             "server holds.",
             thread_id=thread_id,
             checkpoint_ns=ns,
-            missing_checkpoint_id=parent,
+            missing_checkpoint_id=missing,
             newest_checkpoint_id=newest,
         )
 

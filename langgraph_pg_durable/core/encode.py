@@ -335,6 +335,11 @@ def put_writes_params(
         "task_id": require_text(task_id, "task_id"),
         "task_path": require_text(task_path or "", "task_path"),
         "packed_type": PACKED_WRITES_TYPE,
+        # A checkpoint seen committed must still be stored: else nothing is written (a
+        # rewound history, see sql.writes.checkpoint_gone).
+        "check_checkpoint": key.checkpoint_id
+        if bases is not None and bases.versions_of(key.thread_id, key.checkpoint_ns, key.checkpoint_id) is not None
+        else None,
     }
     packed: dict[str, Any] | None = None
     if packable(task_id, channels, refs, item_keys):

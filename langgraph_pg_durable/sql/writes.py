@@ -55,6 +55,20 @@ def _missing_bases(q: str) -> str:
      LIMIT 1)"""
 
 
+def _checkpoint_gone(q: str) -> str:
+    """A CTE with a row when the checkpoint a task's writes go to, which the saver saw
+    committed (`check_checkpoint`), is no longer stored: a rewound history. Every insert
+    of the statement is guarded by it (KEPT), so nothing is written on top; one primary-key
+    probe, none without `check_checkpoint`."""
+    return f"""gone AS MATERIALIZED (
+    SELECT 1 WHERE %(check_checkpoint)s::text IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM {q}.checkpoints g
+        WHERE g.thread_id = %(thread_id)s AND g.checkpoint_ns = %(checkpoint_ns)s
+          AND g.checkpoint_id = %(check_checkpoint)s OFFSET 0))"""
+
+
+KEPT = "NOT EXISTS (SELECT 1 FROM gone)"
+
 _STATUS = """status = CASE WHEN EXCLUDED.status_step >= coalesce(r.status_step, EXCLUDED.status_step)
                   THEN EXCLUDED.status ELSE r.status END,
     status_step = greatest(r.status_step, EXCLUDED.status_step)"""
@@ -90,7 +104,8 @@ def _checkpoint_run(q: str) -> str:
 
 
 def _task_log(q: str) -> str:
-    """CTEs storing a task's action row, and its run's row in run_log.
+    """CTEs storing a task's action row, and its run's row in run_log (none when the
+    checkpoint is `gone`: the statement's first CTE).
 
     The step the task ran in comes from the saver's memory (`action_step`), else from the
     checkpoint it ran from. The caller's writes (the null task) are sent again with more
@@ -104,6 +119,7 @@ def _task_log(q: str) -> str:
         SELECT c.step + 1 FROM {q}.checkpoints c
         WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = %(checkpoint_ns)s
           AND c.checkpoint_id = %(checkpoint_id)s)) AS step
+    WHERE {KEPT}
 ), logged AS (
     INSERT INTO {q}.action_log AS a (
         thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload)
@@ -248,8 +264,8 @@ def put_writes_items(q: str, *, log: bool = True) -> str:
     special channel's, so never replacing)."""
     logged = f"{_task_log(q)}, " if log else ""
     return f"""
-WITH {logged}stored_items AS (
-{_insert_items(q)}
+WITH {_checkpoint_gone(q)}, {logged}stored_items AS (
+{_insert_items(q, f"WHERE {KEPT}")}
 )
 INSERT INTO {q}.checkpoint_writes (
     thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value,
@@ -260,8 +276,9 @@ FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b:
             %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[],
             %(write_item_versions)b::text[])
     AS w(idx, channel, type, value, object_key, object_sha256, object_size, item_version)
-{_not_packed_already(q)}
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING"""
+{_not_packed_already(q)} AND {KEPT}
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
+RETURNING 1"""
 
 
 def _task_writes(q: str, alias: str) -> str:
@@ -274,8 +291,8 @@ def _task_writes(q: str, alias: str) -> str:
 def _not_packed_already(q: str) -> str:
     """Skips the writes a packed row of the task holds already (indexes 0 to its own):
     as with a row per write, the first write at an index is the one kept."""
-    return f"""WHERE w.idx < 0 OR w.idx > coalesce((
-    SELECT max(p.idx) FROM {_task_writes(q, "p")} AND p.type = %(packed_type)s), -1)"""
+    return f"""WHERE (w.idx < 0 OR w.idx > coalesce((
+    SELECT max(p.idx) FROM {_task_writes(q, "p")} AND p.type = %(packed_type)s), -1))"""
 
 
 def put_packed_writes(q: str, *, items: bool, log: bool = True) -> str:
@@ -283,14 +300,18 @@ def put_packed_writes(q: str, *, items: bool, log: bool = True) -> str:
     returns a row when it stored it. For a task re-run (or a retry) it stores nothing,
     and the caller sends `put_writes`, a row per write, which keeps the first write at
     each index and adds the rest, as the official saver's row per write does."""
-    ctes = ([_task_log(q)] if log else []) + ([f"stored_items AS (\n{_insert_items(q)}\n)"] if items else [])
-    with_ctes = f"WITH {', '.join(ctes)}\n" if ctes else ""
+    ctes = (
+        [_checkpoint_gone(q)]
+        + ([_task_log(q)] if log else [])
+        + ([f"stored_items AS (\n{_insert_items(q, f'WHERE {KEPT}')}\n)"] if items else [])
+    )
     return f"""
-{with_ctes}INSERT INTO {q}.checkpoint_writes (
+WITH {", ".join(ctes)}
+INSERT INTO {q}.checkpoint_writes (
     thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value, item_version)
 SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
        %(packed_idx)s, %(packed_channel)s, %(packed_type)s, %(packed_value)b, %(packed_item_version)s
-WHERE NOT EXISTS (SELECT 1 FROM {_task_writes(q, "t")} AND t.idx >= 0)
+WHERE NOT EXISTS (SELECT 1 FROM {_task_writes(q, "t")} AND t.idx >= 0) AND {KEPT}
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
 RETURNING 1"""
 
@@ -299,7 +320,7 @@ def put_writes(q: str, *, replace: bool, offloaded: bool = True, log: bool = Tru
     """Insert a task's writes; `replace` (special channels only) overwrites a retry's rows;
     without `offloaded` the statement leaves the object-reference columns out; with `log`
     it stores the task's action row too."""
-    with_log = f"WITH {_task_log(q)}\n" if log else ""
+    with_ctes = f"WITH {_checkpoint_gone(q)}" + (f", {_task_log(q)}" if log else "") + "\n"
     conflict = (
         "DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, "
         "value = EXCLUDED.value, task_path = EXCLUDED.task_path, object_key = EXCLUDED.object_key, "
@@ -308,18 +329,19 @@ def put_writes(q: str, *, replace: bool, offloaded: bool = True, log: bool = Tru
         else "DO NOTHING"
     )
     # Special channels have indexes below 0, which a packed row never holds.
-    skip = "" if replace else _not_packed_already(q) + "\n"
+    skip = f"WHERE {KEPT}\n" if replace else f"{_not_packed_already(q)} AND {KEPT}\n"
     if not offloaded:
         return f"""
-{with_log}INSERT INTO {q}.checkpoint_writes (
+{with_ctes}INSERT INTO {q}.checkpoint_writes (
     thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
 SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
        w.idx, w.channel, w.type, w.value
 FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b::bytea[])
     AS w(idx, channel, type, value)
-{skip}ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict.split(", object_key")[0]}"""
+{skip}ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict.split(", object_key")[0]}
+RETURNING 1"""
     return f"""
-{with_log}INSERT INTO {q}.checkpoint_writes (
+{with_ctes}INSERT INTO {q}.checkpoint_writes (
     thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value,
     object_key, object_sha256, object_size)
 SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
@@ -327,4 +349,5 @@ SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_
 FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b::bytea[],
             %(object_keys)b::text[], %(object_shas)b::text[], %(object_sizes)b::int8[])
     AS w(idx, channel, type, value, object_key, object_sha256, object_size)
-{skip}ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"""
+{skip}ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}
+RETURNING 1"""

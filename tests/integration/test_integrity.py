@@ -10,7 +10,7 @@ import pytest
 from psycopg import sql
 
 from checkpoints import next_put
-from langgraph_pg_durable import AsyncDurablePostgresSaver, CheckpointIntegrityError, DurablePostgresSaver
+from langgraph_pg_durable import AsyncDurablePostgresSaver, CheckpointIntegrityError, DurablePostgresSaver, HistoryRewoundError
 
 DOC = {"a document": ["that", "is", "not", "a", "scalar"]}
 
@@ -89,3 +89,25 @@ def test_a_fork_from_a_pruned_checkpoint_writes_a_complete_checkpoint(pg_dsn: st
         fork = next_put(saver, first, values, fork_versions, {"notes": fork_versions["notes"]}, step=1)
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
         assert fresh.get_tuple(fork).checkpoint["channel_values"] == values
+
+
+@pytest.mark.parametrize("log", [True, False])
+def test_writes_to_a_checkpoint_another_process_deleted_raise_and_write_nothing(pg_dsn: str, schema_name: str, log: bool) -> None:
+    """The checkpoint a task's writes go to, which the saver saw committed, is gone (another
+    process deleted the thread, or a failover rewound it): HistoryRewoundError, and no
+    pending write, item or action row is written for a checkpoint that is not there."""
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, action_log=log) as saver:
+        saver.setup()
+        first, second, _ = _two_steps(saver, "t")
+        with psycopg.connect(pg_dsn, autocommit=True) as other:
+            other.execute(saver.sql.delete_threads, {"thread_ids": ["t"]})
+        with pytest.raises(HistoryRewoundError) as rewound:
+            saver.put_writes(second, [("notes", ["more"]), ("doc", {"v": 3})], "task-1")
+        assert rewound.value.missing_checkpoint_id == second["configurable"]["checkpoint_id"]
+        assert rewound.value.newest_checkpoint_id is None and "put_writes of task 'task-1'" in str(rewound.value)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for table in ("checkpoint_writes", "channel_items", "action_log", "run_log"):
+            count = conn.execute(
+                sql.SQL("SELECT count(*) FROM {}.{} WHERE thread_id = 't'").format(sql.Identifier(schema_name), sql.Identifier(table))
+            )
+            assert count.fetchone()[0] == 0, table

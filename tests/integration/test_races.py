@@ -128,7 +128,9 @@ def test_a_prune_waits_for_a_put_and_keeps_what_it_needs(saver: DurablePostgresS
         assert fresh.get_tuple(third).checkpoint["channel_values"] == values
 
 
-def test_writes_wait_for_a_delete_thread(saver: DurablePostgresSaver, pg_dsn: str, schema_name: str) -> None:
+def test_writes_wait_for_a_delete_thread_and_then_refuse_to_write_on_it(saver: DurablePostgresSaver, pg_dsn: str, schema_name: str) -> None:
+    """Their checkpoint, which the saver saw committed, is gone when their turn comes: no
+    pending write is left behind for a checkpoint that is not there."""
     second, _ = _history(saver)
     with psycopg.connect(pg_dsn) as deleter:
         deleter.execute("SELECT pg_advisory_xact_lock(%s)", thread_lock_keys(schema_name, ["t"]))
@@ -136,6 +138,7 @@ def test_writes_wait_for_a_delete_thread(saver: DurablePostgresSaver, pg_dsn: st
         writes = InBackground(lambda: saver.put_writes(second, [("doc", {"w": 1}), ("x", 2)], "task"))
         wait_until_blocked_on_a_writer_lock(pg_dsn, writes)
         deleter.commit()
-    writes.result()
+    with pytest.raises(HistoryRewoundError, match="put_writes of task 'task'"):
+        writes.result()
     with psycopg.connect(pg_dsn) as conn:
-        assert conn.execute(f'SELECT count(*) FROM "{schema_name}".checkpoint_writes').fetchone()[0] == 1
+        assert conn.execute(f'SELECT count(*) FROM "{schema_name}".checkpoint_writes').fetchone()[0] == 0

@@ -81,8 +81,12 @@ class RowStore:
         head = (p["thread_id"], p["checkpoint_ns"], p["checkpoint_id"], p["task_id"])
         return [k for k in self.writes if k[:4] == head]
 
+    def _checkpoint_gone(self, p: Mapping[str, Any]) -> bool:
+        seen = p.get("check_checkpoint")
+        return seen is not None and (p["thread_id"], p["checkpoint_ns"], seen) not in self.checkpoints
+
     def put_packed(self, p: Mapping[str, Any]) -> list[tuple]:
-        if any(k[4] >= 0 for k in self._task_rows(p)):
+        if self._checkpoint_gone(p) or any(k[4] >= 0 for k in self._task_rows(p)):
             return []
         if "item_channels" in p:
             self._insert_items(p)
@@ -97,8 +101,11 @@ class RowStore:
         return [(1,)]
 
     def put_writes(self, p: Mapping[str, Any], *, replace: bool) -> list[tuple]:
+        if self._checkpoint_gone(p):
+            return []
         if "item_channels" in p:
             self._insert_items(p)
+        written: list[tuple] = []
         packed = [k[4] for k in self._task_rows(p) if self.writes[k]["type"] == PACKED_WRITES_TYPE]
         held = max(packed, default=-1)
         item_keys = p.get("write_item_versions") or [None] * len(p["idx"])
@@ -107,11 +114,10 @@ class RowStore:
                 continue
             key = (p["thread_id"], p["checkpoint_ns"], p["checkpoint_id"], p["task_id"], idx)
             row = {"channel": ch, "type": type_, "value": value, "task_path": p["task_path"], "item_version": item}
-            if replace:
+            if replace or key not in self.writes:
                 self.writes[key] = row
-            else:
-                self.writes.setdefault(key, row)
-        return []
+                written.append((1,))
+        return written
 
     # -- get_tuple -----------------------------------------------------------------------------
 

@@ -178,6 +178,28 @@ def test_a_put_whose_parent_is_gone_raises_history_rewound_and_writes_nothing() 
     assert saver.memory.recent("t", "") == []
 
 
+@pytest.mark.parametrize("single", [True, False])  # a packed row, then the rows of a re-run task
+def test_writes_to_a_checkpoint_that_is_gone_raise_history_rewound_and_write_nothing(single: bool) -> None:
+    saver = RowStoreSaver(snapshot_every=8, list_min_bytes=0)
+    history = History(saver)
+    history.put(["a"])
+    survivor = history.order[-1][0]["configurable"]["checkpoint_id"]
+    history.put(["a", "b"])
+    lost = history.order[-1][0]["configurable"]["checkpoint_id"]
+    if not single:  # the task has a row already: its writes go a row each
+        saver.put_writes(history.head[0], [("items", ["c"])], "task-again")
+    del saver.store.checkpoints[("t", "", lost)]
+    stored_before = (dict(saver.store.writes), dict(saver.store.items))
+    saver.sent.clear()
+    with pytest.raises(HistoryRewoundError) as rewound:
+        saver.put_writes(history.head[0], [("items", ["c"]), ("other", 1)], "task-again")
+    assert saver.sent[-1] == "parent_status"
+    error = rewound.value
+    assert (error.missing_checkpoint_id, error.newest_checkpoint_id) == (lost, survivor)
+    assert "put_writes of task 'task-again'" in str(error) and "its checkpoint" in str(error)
+    assert (saver.store.writes, saver.store.items) == stored_before
+
+
 def test_a_put_after_this_savers_own_delete_is_a_snapshot() -> None:
     """A delta whose parent and chain this saver deleted meanwhile (a delete keeps what a
     surviving checkpoint holds, so the parent goes with them): the delete made the saver
