@@ -152,17 +152,22 @@ def test_pending_writes_store_their_items_once_and_the_delta_reuses_them() -> No
     _check(saver, history)
 
 
+def _two_checkpoints() -> tuple[RowStoreSaver, History, str, str]:
+    """A saver that put two checkpoints of a list; the ids of the first and the second."""
+    saver = RowStoreSaver(snapshot_every=8, list_min_bytes=0)
+    history = History(saver)
+    history.put(["a"])
+    history.put(["a", "b"])
+    first, second = (config["configurable"]["checkpoint_id"] for config, _, _ in history.order)
+    return saver, history, first, second
+
+
 def test_a_put_whose_parent_is_gone_raises_history_rewound_and_writes_nothing() -> None:
     """The missing-bases guard: a delta whose parent (seen committed) and chain are gone from
     the server writes nothing; the plan asks whether the parent is there, and raises
     HistoryRewoundError naming it and the newest checkpoint the server holds. The saver
     forgets the lane's lists: the next put, from the newest checkpoint, is a snapshot."""
-    saver = RowStoreSaver(snapshot_every=8, list_min_bytes=0)
-    history = History(saver)
-    history.put(["a"])
-    survivor = history.order[-1][0]["configurable"]["checkpoint_id"]
-    history.put(["a", "b"])
-    lost = history.order[-1][0]["configurable"]["checkpoint_id"]
+    saver, history, survivor, lost = _two_checkpoints()
     lost_version = history.order[-1][1]["channel_versions"]["items"]
     del saver.store.values[("t", "", "items", lost_version)]
     del saver.store.checkpoints[("t", "", lost)]
@@ -180,12 +185,7 @@ def test_a_put_whose_parent_is_gone_raises_history_rewound_and_writes_nothing() 
 
 @pytest.mark.parametrize("single", [True, False])  # a packed row, then the rows of a re-run task
 def test_writes_to_a_checkpoint_that_is_gone_raise_history_rewound_and_write_nothing(single: bool) -> None:
-    saver = RowStoreSaver(snapshot_every=8, list_min_bytes=0)
-    history = History(saver)
-    history.put(["a"])
-    survivor = history.order[-1][0]["configurable"]["checkpoint_id"]
-    history.put(["a", "b"])
-    lost = history.order[-1][0]["configurable"]["checkpoint_id"]
+    saver, history, survivor, lost = _two_checkpoints()
     if not single:  # the task has a row already: its writes go a row each
         saver.put_writes(history.head[0], [("items", ["c"])], "task-again")
     del saver.store.checkpoints[("t", "", lost)]
