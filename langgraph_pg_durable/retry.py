@@ -6,6 +6,7 @@ so re-sending one after a lost connection or a serialization failure is safe.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections.abc import Iterator
@@ -41,15 +42,12 @@ class RetryPolicy:
     attempt_timeout: float | None = 60.0
 
     def delays(self) -> Iterator[float]:
-        """Delays before attempts 2, 3, ...: full jitter under a doubling ceiling."""
-        ceiling = self.initial_backoff
-        for _ in range(self.max_attempts - 1):
-            yield random.uniform(ceiling / 2, ceiling)
-            ceiling = min(ceiling * 2, self.max_backoff)
+        """Delays before attempts 2, 3, ... up to `max_attempts`: the first of `reconnect_delays`."""
+        return itertools.islice(self.reconnect_delays(), max(self.max_attempts - 1, 0))
 
     def reconnect_delays(self) -> Iterator[float]:
-        """Delays between attempts after a lost server: the same ceiling, never exhausted
-        (`reconnect_deadline` ends them), so a promoted standby is found within
+        """Delays between attempts: full jitter under a doubling ceiling, never exhausted (after
+        a lost server `reconnect_deadline` ends them), so a promoted standby is found within
         `max_backoff` of its promotion."""
         ceiling = self.initial_backoff
         while True:
