@@ -320,9 +320,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         wrote = yield Query(where, sql, params, stored, built.uploads, locks=self._locks([thread_id]))
         seen = params["check_checkpoint"]
         if not wrote and seen is not None:  # every write stored already, or the checkpoint gone
-            status = yield self._parent_status_query(thread_id, ns, seen)
-            if not status.parent_stored:
-                raise self._history_rewound(where, thread_id, ns, "its checkpoint", seen, status)
+            yield from self._refuse_if_gone(where, thread_id, ns, "its checkpoint", seen)
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = parse_config(config)
@@ -637,9 +635,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         stored = yield query
         parent = query.params["check_parent"]
         if stored is None and parent is not None:
-            status = yield self._parent_status_query(key.thread_id, key.checkpoint_ns, parent)
-            if not status.parent_stored:
-                raise self._history_rewound(query.operation, key.thread_id, key.checkpoint_ns, "its parent checkpoint", parent, status)
+            yield from self._refuse_if_gone(query.operation, key.thread_id, key.checkpoint_ns, "its parent checkpoint", parent)
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
             stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_offers=False, run_id=run_id)
@@ -648,13 +644,17 @@ class SaverCore(BaseCheckpointSaver[str]):
         assert stored is not None
         return stored  # type: ignore[no-any-return]
 
-    def _parent_status_query(self, thread_id: str, ns: str, checkpoint_id: str) -> Query[ParentStatus]:
-        return Query(
+    def _refuse_if_gone(self, operation: str, thread_id: str, ns: str, role: str, checkpoint_id: str) -> Plan[None]:
+        """After a write that stored nothing, relying on a checkpoint seen committed (`role`):
+        asks whether the server still has it, and raises HistoryRewoundError when it has not."""
+        status: ParentStatus = yield Query(
             f"check of checkpoint {shown(checkpoint_id)} on thread {shown(thread_id)}",
             self.sql.parent_status,
             {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id},
             lambda fetched: ParentStatus(bool(fetched[0][0]), fetched[0][1]),
         )
+        if not status.parent_stored:
+            raise self._history_rewound(operation, thread_id, ns, role, checkpoint_id, status)
 
     def _history_rewound(
         self, operation: str, thread_id: str, ns: str, role: str, missing: str, status: ParentStatus
