@@ -35,7 +35,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from psycopg import AsyncConnection, errors
+from psycopg import AsyncConnection, AsyncCursor, errors
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -108,6 +108,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         accept_plaintext: bool = False,
         action_log: bool = True,
         synchronous_commit: str | None = None,
+        routed_writes: bool | None = None,
     ) -> None:
         """A saver on `conn`; every keyword is described in `SaverCore.__init__` (ops.py)."""
         super().__init__(
@@ -127,6 +128,7 @@ class AsyncDurablePostgresSaver(SaverCore):
             accept_plaintext=accept_plaintext,
             action_log=action_log,
             synchronous_commit=synchronous_commit,
+            routed_writes=routed_writes,
         )
         self._writes_in_flight = AsyncWritesInFlight()
         self.conn = conn
@@ -166,6 +168,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         accept_plaintext: bool = False,
         action_log: bool = True,
         synchronous_commit: str | None = None,
+        routed_writes: bool | None = None,
     ) -> AsyncIterator[AsyncDurablePostgresSaver]:
         """A saver on its own connection pool, closed on exit.
 
@@ -207,6 +210,7 @@ class AsyncDurablePostgresSaver(SaverCore):
                 accept_plaintext=accept_plaintext,
                 action_log=action_log,
                 synchronous_commit=synchronous_commit,
+                routed_writes=routed_writes,
             )
             savers.append(saver)
             await pool.open(wait=True, timeout=timeout)
@@ -450,6 +454,14 @@ class AsyncDurablePostgresSaver(SaverCore):
         assert row is not None
         return durability_report(row, self.synchronous_commit)
 
+    async def _tables_distributed(self, cur: AsyncCursor[Any]) -> bool:
+        """Whether the schema's tables are distributed on Citus (see SaverCore._routing_plan)."""
+        await cur.execute(self.sql.citus_installed)
+        if not (await cur.fetchone())[0]:  # type: ignore[index]
+            return False
+        await cur.execute(self.sql.tables_distributed, {"table": f"{self.sql.q}.checkpoints"})
+        return bool((await cur.fetchone())[0])  # type: ignore[index]
+
     async def setup(self) -> None:
         """Create or upgrade the schema; safe to call from many processes at once. Then read
         the server's durability settings into `self.durability` and log them (logger
@@ -462,6 +474,8 @@ class AsyncDurablePostgresSaver(SaverCore):
             # whatever prepare_threshold the connection has: prepare=False sends them as
             # one simple query.
             async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                if self.routed_writes is None:  # asked here, so the first write need not ask
+                    self.routed_writes = await self._tables_distributed(cur)
                 # A schema already current needs no DDL, so an app role with USAGE and DML
                 # only (no CREATE) can call setup(): read the ledger before anything else.
                 await cur.execute(schema_sql.ledger_exists_sql(), {"schema": self.schema})
@@ -517,6 +531,7 @@ class AsyncDurablePostgresSaver(SaverCore):
                     await cur.execute(schema_sql.current_version_sql(quoted))
                     version = (await cur.fetchone())[0]  # type: ignore[index]
                 distribute_sql.require_schema(self.schema, version)
+                await cur.execute(distribute_sql.SEQUENTIAL)
                 done = []
                 for step in steps:
                     await cur.execute(step.sql)
@@ -528,9 +543,13 @@ class AsyncDurablePostgresSaver(SaverCore):
         while True:
             try:
                 async with self._connection() as conn:
-                    return await run(conn)
+                    done = await run(conn)
+                break
             except Exception as exc:
                 await asyncio.sleep(attempts.next_delay(exc))
+        if not self._routing_chosen:
+            self.routed_writes = True  # this saver's writes now go to the workers as calls
+        return done
 
     # -- BaseCheckpointSaver -------------------------------------------------------------
 

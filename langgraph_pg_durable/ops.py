@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -50,9 +50,10 @@ from .sql.logs import ThreadNeed
 from .sql.reads import RunLane
 from .sql.writes import ParentStatus
 from .sql.schema import DEFAULT_SCHEMA, gc_lock_key, quote_schema, thread_lock_keys
-from .sql.statements import Statements
+from .sql.statements import RoutedWrites, Statements
 from .sql import durability as durability_sql
 
+T = TypeVar("T")
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 GC_BATCH = 1000  # object keys checked against the tables per statement
 # The thread a new connection's warm-up reads (see _warm_up_statements): none holds this id
@@ -70,10 +71,23 @@ def _keep_params(keep: Iterable[tuple[str, str, str]]) -> dict[str, TextArray]:
     }
 
 
+def _first_value(rows: Sequence[Any]) -> Any:
+    return rows[0][0]
+
+
+def _written(decode: Callable[[Sequence[Any]], T]) -> Callable[[Sequence[Any]], T]:
+    """The decode of a write statement, for the call of its write function: the call's one
+    row holds how many rows the statement would have returned (0: none)."""
+    return lambda rows: decode([row for row in rows if row[0]])
+
+
 class SaverCore(BaseCheckpointSaver[str]):
     """Configuration and Query builders shared by DurablePostgresSaver and its async twin."""
 
     _object_storage: type  # each shell's: ObjectStorage (saver.py) or AsyncObjectStorage (aio.py)
+    # What `routed_writes=None` means: ask the server (None), or always True or False. The
+    # tests set it to run the same cases through both write paths on plain PostgreSQL.
+    routed_writes_default: bool | None = None
 
     def __init__(
         self,
@@ -94,6 +108,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         accept_plaintext: bool = False,
         action_log: bool = True,
         synchronous_commit: str | None = None,
+        routed_writes: bool | None = None,
     ) -> None:
         """Options every saver takes (the shells pass them through):
 
@@ -114,6 +129,10 @@ class SaverCore(BaseCheckpointSaver[str]):
         - synchronous_commit: what every write the saver commits waits for, whatever the
           server's or the role's default: 'local' (the server's WAL flush), 'remote_write',
           'on' or 'remote_apply' (also the synchronous standbys'); None: the default.
+        - routed_writes: write through the schema's write functions, one call that Citus
+          sends whole to the worker holding the thread (see sql/routed.py), instead of one
+          statement; None: when the schema's tables are distributed (asked once, at the
+          first write).
         """
         # Without a serde, LangGraph's strict msgpack allowlist (plus allowed_types): a
         # stored row never imports or calls anything else (see safe_serde.py).
@@ -130,6 +149,10 @@ class SaverCore(BaseCheckpointSaver[str]):
         if not isinstance(action_log, bool):
             raise ConfigError(f"action_log must be True or False, got {shown(action_log)}")
         self.action_log = action_log
+        if routed_writes is not None and not isinstance(routed_writes, bool):
+            raise ConfigError(f"routed_writes must be True, False or None, got {shown(routed_writes)}")
+        self.routed_writes = routed_writes if routed_writes is not None else type(self).routed_writes_default
+        self._routing_chosen = self.routed_writes is not None  # else setup(), distribute() or the first write settle it
         self.synchronous_commit = check_synchronous_commit(synchronous_commit)
         # Built once: sent before each write, in its transaction (see _preamble).
         self._commit_setting: tuple[str, Mapping[str, Any]] | None = (
@@ -266,7 +289,9 @@ class SaverCore(BaseCheckpointSaver[str]):
             return next_config
 
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
-        return Query(where, self.sql.put[(plain, self.action_log)], params, stored, uploads, locks=self._locks([thread_id]))
+        writes: Statements | RoutedWrites = self.sql.routed if self.routed_writes else self.sql
+        decode = _written(stored) if self.routed_writes else stored
+        return Query(where, writes.put[(plain, self.action_log)], params, decode, uploads, locks=self._locks([thread_id]))
 
     def _preamble(self, query: Query[Any]) -> list[tuple[str, Mapping[str, Any]]]:
         """The statements sent before `query` in its transaction (none without locks): the
@@ -309,15 +334,18 @@ class SaverCore(BaseCheckpointSaver[str]):
             self.items.add_groups(thread_id, ns, groups)
             return bool(fetched)
 
+        yield from self._routing_plan(where)
+        s: Statements | RoutedWrites = self.sql.routed if self.routed_writes else self.sql
+        decode = _written(stored) if self.routed_writes else stored
         if built.packed is not None:
-            sql = self.sql.put_packed_writes[(built.has_items, self.action_log)]
-            if (yield Query(where, sql, built.packed, stored, built.uploads, locks=self._locks([thread_id]))):
+            sql = s.put_packed_writes[(built.has_items, self.action_log)]
+            if (yield Query(where, sql, built.packed, decode, built.uploads, locks=self._locks([thread_id]))):
                 return
         if built.has_items:
-            sql = self.sql.put_writes_items[self.action_log]
+            sql = s.put_writes_items[self.action_log]
         else:
-            sql = self.sql.put_writes[(built.replace, bool(built.uploads), self.action_log)]
-        wrote = yield Query(where, sql, params, stored, built.uploads, locks=self._locks([thread_id]))
+            sql = s.put_writes[(built.replace, bool(built.uploads), self.action_log)]
+        wrote = yield Query(where, sql, params, decode, built.uploads, locks=self._locks([thread_id]))
         seen = params["check_checkpoint"]
         if not wrote and seen is not None:  # every write stored already, or the checkpoint gone
             yield from self._refuse_if_gone(where, thread_id, ns, "its checkpoint", seen)
@@ -422,7 +450,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         return Query("list_runs", self.sql.runs_page(scan.page_where()), scan.page_params(), scan.take_page)
 
     def _actions_page_query(self, scan: ActionScan) -> Query[list[ActionRecord]]:
-        return Query("list_actions", self.sql.actions_page(scan.page_where()), scan.page_params(), scan.take_page)
+        sql = self.sql.actions_page(scan.page_where(), one_thread=scan.one_thread)
+        return Query("list_actions", sql, scan.page_params(), scan.take_page)
 
     def _steps_page_query(self, scan: StepScan) -> Query[list[StepRecord]]:
         sql = self.sql.steps_page(scan.page_where())
@@ -540,12 +569,12 @@ class SaverCore(BaseCheckpointSaver[str]):
 
         return forget
 
-    def _run_lanes_query(self, ids: Sequence[str]) -> Query[set[tuple[str, str, str]]]:
-        """delete_for_runs, second: the runs' checkpoints that surviving DeltaChannel ones replay."""
+    def _run_lanes_query(self, ids: Sequence[str], threads: Sequence[str]) -> Query[set[tuple[str, str, str]]]:
+        """delete_for_runs, second: the runs' checkpoints (in `threads`) that surviving DeltaChannel ones replay."""
         return Query(
             f"delete_for_runs {shown(ids)}",
             self.sql.run_lanes,
-            {"run_ids": ids},
+            {"run_ids": ids, "thread_ids": list(threads)},
             lambda fetched: replay_ancestors(
                 [
                     # The channels a checkpoint holds: values rows, and scalars in its own JSON.
@@ -629,6 +658,9 @@ class SaverCore(BaseCheckpointSaver[str]):
         unless `importing`: then it has none, and backfill_actions assigns the runs."""
         run_id = self._run_of(config) or (None if self.importing else new_run_id())
         key = parse_config(config)
+        if self.routed_writes is None:
+            checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, Mapping) else None
+            yield from self._routing_plan(f"put of checkpoint {shown(checkpoint_id)} on thread {shown(key.thread_id)}")
         if isinstance(checkpoint, Mapping) and isinstance(checkpoint.get("id"), str):
             self._note_checkpoint(key.thread_id, key.checkpoint_ns, checkpoint, metadata)
         query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=parent_writes_done, run_id=run_id)
@@ -643,6 +675,19 @@ class SaverCore(BaseCheckpointSaver[str]):
             stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_memory=False, run_id=run_id)
         assert stored is not None
         return stored  # type: ignore[no-any-return]
+
+    def _routing_plan(self, operation: str) -> Plan[None]:
+        """Settle `routed_writes` when it is None, before the first write (`operation`):
+        whether the schema's tables are distributed (one statement on plain PostgreSQL, two
+        where Citus is installed; once per saver)."""
+        if self.routed_writes is not None:
+            return
+        installed = yield Query(operation, self.sql.citus_installed, {}, _first_value)
+        distributed = False
+        if installed:
+            table = {"table": f"{self.sql.q}.checkpoints"}
+            distributed = yield Query(operation, self.sql.tables_distributed, table, _first_value)
+        self.routed_writes = bool(distributed)
 
     def _refuse_if_gone(self, operation: str, thread_id: str, ns: str, role: str, checkpoint_id: str) -> Plan[None]:
         """After a write that stored nothing, relying on a checkpoint seen committed (`role`):
@@ -698,7 +743,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         if ids:
             threads = yield self._run_threads_query(ids)
             if threads:
-                keep = yield self._run_lanes_query(ids)
+                keep = yield self._run_lanes_query(ids, threads)
                 yield self._delete_for_runs_query(ids, keep, threads)
 
     def _prune_plan(self, thread_ids: Sequence[str], strategy: str) -> Plan[None]:

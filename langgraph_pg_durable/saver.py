@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from psycopg import Connection, errors
+from psycopg import Connection, Cursor, errors
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 
@@ -82,6 +82,7 @@ class DurablePostgresSaver(SaverCore):
         accept_plaintext: bool = False,
         action_log: bool = True,
         synchronous_commit: str | None = None,
+        routed_writes: bool | None = None,
     ) -> None:
         """A saver on `conn`; every keyword is described in `SaverCore.__init__` (ops.py)."""
         super().__init__(
@@ -101,6 +102,7 @@ class DurablePostgresSaver(SaverCore):
             accept_plaintext=accept_plaintext,
             action_log=action_log,
             synchronous_commit=synchronous_commit,
+            routed_writes=routed_writes,
         )
         self._writes_in_flight = WritesInFlight()
         self.conn = conn
@@ -134,6 +136,7 @@ class DurablePostgresSaver(SaverCore):
         accept_plaintext: bool = False,
         action_log: bool = True,
         synchronous_commit: str | None = None,
+        routed_writes: bool | None = None,
     ) -> Iterator[DurablePostgresSaver]:
         """A saver on its own connection pool, closed on exit.
 
@@ -175,6 +178,7 @@ class DurablePostgresSaver(SaverCore):
                 accept_plaintext=accept_plaintext,
                 action_log=action_log,
                 synchronous_commit=synchronous_commit,
+                routed_writes=routed_writes,
             )
             savers.append(saver)
             pool.open(wait=True, timeout=timeout)
@@ -418,6 +422,14 @@ class DurablePostgresSaver(SaverCore):
         assert row is not None
         return durability_report(row, self.synchronous_commit)
 
+    def _tables_distributed(self, cur: Cursor[Any]) -> bool:
+        """Whether the schema's tables are distributed on Citus (see SaverCore._routing_plan)."""
+        cur.execute(self.sql.citus_installed)
+        if not (cur.fetchone())[0]:  # type: ignore[index]
+            return False
+        cur.execute(self.sql.tables_distributed, {"table": f"{self.sql.q}.checkpoints"})
+        return bool((cur.fetchone())[0])  # type: ignore[index]
+
     def setup(self) -> None:
         """Create or upgrade the schema; safe to call from many processes at once. Then read
         the server's durability settings into `self.durability` and log them (logger
@@ -430,6 +442,8 @@ class DurablePostgresSaver(SaverCore):
             # whatever prepare_threshold the connection has: prepare=False sends them as
             # one simple query.
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                if self.routed_writes is None:  # asked here, so the first write need not ask
+                    self.routed_writes = self._tables_distributed(cur)
                 # A schema already current needs no DDL, so an app role with USAGE and DML
                 # only (no CREATE) can call setup(): read the ledger before anything else.
                 cur.execute(schema_sql.ledger_exists_sql(), {"schema": self.schema})
@@ -485,6 +499,7 @@ class DurablePostgresSaver(SaverCore):
                     cur.execute(schema_sql.current_version_sql(quoted))
                     version = (cur.fetchone())[0]  # type: ignore[index]
                 distribute_sql.require_schema(self.schema, version)
+                cur.execute(distribute_sql.SEQUENTIAL)
                 done = []
                 for step in steps:
                     cur.execute(step.sql)
@@ -496,9 +511,13 @@ class DurablePostgresSaver(SaverCore):
         while True:
             try:
                 with self._connection() as conn:
-                    return run(conn)
+                    done = run(conn)
+                break
             except Exception as exc:
                 time.sleep(attempts.next_delay(exc))
+        if not self._routing_chosen:
+            self.routed_writes = True  # this saver's writes now go to the workers as calls
+        return done
 
     # -- BaseCheckpointSaver -------------------------------------------------------------
 

@@ -28,6 +28,33 @@ from pg_server import PgServer, start_pg_server  # noqa: E402
 from s3_server import S3Server, start_s3_server  # noqa: E402
 
 
+WRITE_PATHS = ("statements", "routed")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "both_write_paths: run the test with each write path: the write statements, and the write functions "
+        "(routed_writes=True, as on Citus), on plain PostgreSQL",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("both_write_paths") is not None:
+        metafunc.parametrize("write_path", WRITE_PATHS, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def write_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The write path of every saver the test makes (unless it chooses): `routed` sends each
+    write as a call of the schema's write functions, as a saver on distributed tables does."""
+    from langgraph_pg_durable.ops import SaverCore
+
+    path = getattr(request, "param", "statements")
+    monkeypatch.setattr(SaverCore, "routed_writes_default", path == "routed" or None)
+    return path
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     """The session's server; stopped at the end only if this session started it."""

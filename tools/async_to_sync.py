@@ -33,6 +33,7 @@ NAMES = {
     "AsyncDurablePostgresSaver": "DurablePostgresSaver",
     "AsyncConnectionPool": "ConnectionPool",
     "AsyncConnection": "Connection",
+    "AsyncCursor": "Cursor",
     "AsyncIterator": "Iterator",
     "AsyncWritesInFlight": "WritesInFlight",
     "AsyncFailoverPool": "FailoverPool",

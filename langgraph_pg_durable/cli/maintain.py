@@ -20,6 +20,7 @@ from rich.text import Text
 from ..core.durability import Durability
 from ..errors import ConfigError
 from ..sql import distribute as distribute_sql
+from ..sql import routed as routed_sql
 from .app import app, errors, failing_cleanly
 from .filters import metadata_filter, moment
 from .listing import WhereOption
@@ -271,9 +272,10 @@ def distribute(
     ] = False,
 ) -> None:
     """Scale out on Citus (writes): distribute the schema's tables by thread_id, co-located,
-    and make the migrations ledger a reference table, in one transaction (what
-    saver.distribute() does). Run on the coordinator, after `lgpd setup`; tables already
-    distributed are skipped. Refused, nothing changed, without the citus extension."""
+    make the migrations ledger a reference table and the write functions distributed
+    functions, in one transaction (what saver.distribute() does). Run on the coordinator,
+    after `lgpd setup`; what is distributed already is skipped. Refused, nothing changed,
+    without the citus extension."""
     target: Target = ctx.obj
     if dry_run:
         print(distribute_sql.script(target.schema), end="")
@@ -283,9 +285,17 @@ def distribute(
         done = saver.distribute()
     steps = distribute_sql.steps(target.schema)
     for step in steps:
-        what = "reference table" if step.reference else f"distributed by {distribute_sql.DISTRIBUTION_COLUMN}"
+        if step.function:
+            what = f"write function, run by the worker of its {routed_sql.DISTRIBUTION_ARGUMENT}"
+        else:
+            what = "reference table" if step.reference else f"distributed by {distribute_sql.DISTRIBUTION_COLUMN}"
         print(f"{step.table}: {what}{'' if step.table in done else ' (already)'}")
-    print(f"schema {target.schema!r}: {len(done)} of {len(steps)} tables distributed now")
+    tables = [step for step in steps if not step.function]
+    functions = [step for step in steps if step.function]
+    print(
+        f"schema {target.schema!r}: {sum(step.table in done for step in tables)} of {len(tables)} tables and "
+        f"{sum(step.table in done for step in functions)} of {len(functions)} write functions distributed now"
+    )
 
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")

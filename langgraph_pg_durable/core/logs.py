@@ -139,6 +139,11 @@ class ActionScan(Pager):
         }
         super().__init__(page_limit(limit, "list_actions()"), filters)
 
+    @property
+    def one_thread(self) -> bool:
+        """Whether the scan is of one thread (its page statement then names it in the join too)."""
+        return self.filters["thread_id"] is not None
+
     def take_page(self, rows: Sequence[Sequence[Any]]) -> list[ActionRecord]:
         """The page's records (`sql.logs.ActionColumn` rows); moves the keyset past them."""
         records = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+T = "ANY(%(thread_ids)s)"  # the threads a delete or prune is of
+
 
 def delete_threads(q: str) -> str:
     return f"""
@@ -28,17 +30,21 @@ def _drop_checkpoints(q: str, doomed: str, also: str = "") -> str:
     list versions extend (list_chain) and the items all of those use (item_versions).
     Every sub-statement sees the same snapshot, so the survivors are the checkpoints
     `doomed` does not select. `also`: more CTEs (each followed by a comma).
+
+    `doomed` selects within the threads `thread_ids`, and every other table access names
+    them too (`T`), not only through `doomed`: Citus plans each CTE on its own, and one
+    that reaches the thread only through another CTE runs on every shard.
     """
     return f"""
 WITH doomed AS MATERIALIZED ({doomed}),{also}
 gone AS (
     DELETE FROM {q}.checkpoints c USING doomed d
-    WHERE c.thread_id = d.thread_id AND c.checkpoint_ns = d.checkpoint_ns
+    WHERE c.thread_id = {T} AND c.thread_id = d.thread_id AND c.checkpoint_ns = d.checkpoint_ns
       AND c.checkpoint_id = d.checkpoint_id
     RETURNING c.thread_id, c.checkpoint_ns, c.value_channels, c.value_versions
 ), gone_writes AS (
     DELETE FROM {q}.checkpoint_writes w USING doomed d
-    WHERE w.thread_id = d.thread_id AND w.checkpoint_ns = d.checkpoint_ns
+    WHERE w.thread_id = {T} AND w.thread_id = d.thread_id AND w.checkpoint_ns = d.checkpoint_ns
       AND w.checkpoint_id = d.checkpoint_id
 ), freed AS (
     SELECT DISTINCT g.thread_id, g.checkpoint_ns, f.channel, f.version
@@ -46,7 +52,7 @@ gone AS (
 ), held_direct AS MATERIALIZED (
     SELECT DISTINCT c.thread_id, c.checkpoint_ns, h.channel, h.version
     FROM {q}.checkpoints c, unnest(c.value_channels, c.value_versions) AS h(channel, version)
-    WHERE c.thread_id IN (SELECT thread_id FROM doomed)
+    WHERE c.thread_id = {T} AND c.thread_id IN (SELECT thread_id FROM doomed)
       AND NOT EXISTS (
         SELECT 1 FROM doomed d
         WHERE d.thread_id = c.thread_id AND d.checkpoint_ns = c.checkpoint_ns
@@ -54,7 +60,7 @@ gone AS (
 ), held_rows AS MATERIALIZED (
     SELECT v.thread_id, v.checkpoint_ns, v.channel, v.version, v.list_chain, v.item_versions
     FROM {q}.channel_values v JOIN held_direct h
-      ON v.thread_id = h.thread_id AND v.checkpoint_ns = h.checkpoint_ns
+      ON v.thread_id = {T} AND v.thread_id = h.thread_id AND v.checkpoint_ns = h.checkpoint_ns
      AND v.channel = h.channel AND v.version = h.version
 ), held_links AS MATERIALIZED (
     SELECT DISTINCT r.thread_id, r.checkpoint_ns, r.channel, x.version
@@ -69,20 +75,20 @@ gone AS (
           UNION ALL
           SELECT v.thread_id, v.checkpoint_ns, v.channel, v.item_versions
           FROM {q}.channel_values v JOIN held_links k
-            ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
+            ON v.thread_id = {T} AND v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
            AND v.channel = k.channel AND v.version = k.version) AS r,
          unnest(r.item_versions) AS x(version)
     UNION  -- the items of surviving checkpoints' pending writes
     SELECT w.thread_id, w.checkpoint_ns, w.channel, w.item_version
     FROM {q}.checkpoint_writes w
-    WHERE w.thread_id IN (SELECT thread_id FROM doomed) AND w.item_version IS NOT NULL
+    WHERE w.thread_id = {T} AND w.thread_id IN (SELECT thread_id FROM doomed) AND w.item_version IS NOT NULL
       AND NOT EXISTS (
         SELECT 1 FROM doomed d
         WHERE d.thread_id = w.thread_id AND d.checkpoint_ns = w.checkpoint_ns
           AND d.checkpoint_id = w.checkpoint_id)
 ), gone_values AS (
     DELETE FROM {q}.channel_values v USING freed f
-    WHERE v.thread_id = f.thread_id AND v.checkpoint_ns = f.checkpoint_ns
+    WHERE v.thread_id = {T} AND v.thread_id = f.thread_id AND v.checkpoint_ns = f.checkpoint_ns
       AND v.channel = f.channel AND v.version = f.version
       AND NOT EXISTS (
         SELECT 1 FROM held h
@@ -90,7 +96,7 @@ gone AS (
           AND h.channel = f.channel AND h.version = f.version)
 )
 DELETE FROM {q}.channel_items i
-WHERE i.thread_id IN (SELECT thread_id FROM doomed)
+WHERE i.thread_id = {T} AND i.thread_id IN (SELECT thread_id FROM doomed)
   AND EXISTS (SELECT 1 FROM gone)
   AND NOT EXISTS (
     SELECT 1 FROM held_items h
@@ -104,13 +110,13 @@ def delete_for_runs(q: str) -> str:
     return _drop_checkpoints(
         q,
         f"SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id FROM {q}.checkpoints c "
-        "WHERE c.run_id = ANY(%(run_ids)s) AND (c.thread_id, c.checkpoint_ns, c.checkpoint_id) NOT IN ("
+        f"WHERE c.thread_id = {T} AND c.run_id = ANY(%(run_ids)s) AND (c.thread_id, c.checkpoint_ns, c.checkpoint_id) NOT IN ("
         " SELECT * FROM unnest(%(keep_threads)b::text[], %(keep_namespaces)b::text[], %(keep_ids)b::text[]))",
         f"""
 gone_actions AS (
-    DELETE FROM {q}.action_log WHERE run_id = ANY(%(run_ids)s) AND thread_id = ANY(%(thread_ids)s)
+    DELETE FROM {q}.action_log WHERE thread_id = {T} AND run_id = ANY(%(run_ids)s)
 ), gone_runs AS (
-    DELETE FROM {q}.run_log WHERE run_id = ANY(%(run_ids)s) AND thread_id = ANY(%(thread_ids)s)
+    DELETE FROM {q}.run_log WHERE thread_id = {T} AND run_id = ANY(%(run_ids)s)
 ),""",
     )
 
@@ -123,7 +129,7 @@ def prune_keep_latest(q: str) -> str:
         "SELECT thread_id, checkpoint_ns, checkpoint_id FROM ("
         " SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, row_number() OVER ("
         "  PARTITION BY c.thread_id, c.checkpoint_ns ORDER BY c.checkpoint_id DESC) AS rank"
-        f" FROM {q}.checkpoints c WHERE c.thread_id = ANY(%(thread_ids)s)"
+        f" FROM {q}.checkpoints c WHERE c.thread_id = {T}"
         ") ranked WHERE rank > 1 AND (thread_id, checkpoint_ns, checkpoint_id) NOT IN ("
         " SELECT * FROM unnest(%(keep_threads)b::text[], %(keep_namespaces)b::text[], %(keep_ids)b::text[]))",
     )

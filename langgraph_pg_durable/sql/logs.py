@@ -43,9 +43,11 @@ ORDER BY started_at DESC, thread_id DESC, run_id DESC
 LIMIT %(page)s"""
 
 
-def actions_page(q: str, where: str) -> str:
+def actions_page(q: str, where: str, *, one_thread: bool = False) -> str:
     """One page of `list_actions()` under `where` (over `action_log a`), oldest first; a
-    step not stored is read from the checkpoint, as the `actions` view does."""
+    step not stored is read from the checkpoint, as the `actions` view does. `one_thread`:
+    `where` names the thread, and so does the join (Citus then reads that shard alone)."""
+    anchor = " AND c.thread_id = %(thread_id)s" if one_thread else ""
     exprs = {"payload": "a.payload::text", "step": "coalesce(a.step, c.step + 1)"}
     columns = ", ".join(exprs.get(name, f"a.{name}") for name in ActionColumn.names())
     return f"""
@@ -53,7 +55,7 @@ SELECT {columns}
 FROM {q}.action_log a
 LEFT JOIN {q}.checkpoints c
   ON a.step IS NULL AND c.thread_id = a.thread_id AND c.checkpoint_ns = a.checkpoint_ns
- AND c.checkpoint_id = a.checkpoint_id
+ AND c.checkpoint_id = a.checkpoint_id{anchor}
 WHERE {where}
 ORDER BY a.created_at, a.thread_id, a.checkpoint_ns, a.checkpoint_id, a.task_id, a.run_id, a.idx
 LIMIT %(page)s"""
@@ -71,17 +73,17 @@ class ThreadNeed(Columns):
 
 def backfill_threads(q: str) -> str:
     """The next page of threads after `after` (keyset by thread_id), each with whether it
-    lacks its log: no row in run_log, or a checkpoint without a run id."""
+    lacks its log: no row in run_log, or a checkpoint without a run id. One grouped scan,
+    its subquery tied to the table's own thread_id: Citus refuses one that reaches the
+    thread through a CTE's column, and runs this one on each shard."""
     return f"""
-WITH page AS (
-    SELECT DISTINCT thread_id FROM {q}.checkpoints
-    WHERE thread_id > %(after)s AND (%(only)s::text[] IS NULL OR thread_id = ANY(%(only)s::text[]))
-    ORDER BY thread_id LIMIT %(batch)s
-)
-SELECT p.thread_id,
-       NOT EXISTS (SELECT 1 FROM {q}.run_log r WHERE r.thread_id = p.thread_id)
-       OR EXISTS (SELECT 1 FROM {q}.checkpoints c WHERE c.thread_id = p.thread_id AND c.run_id IS NULL) AS needed
-FROM page p ORDER BY p.thread_id"""
+SELECT c.thread_id,
+       NOT EXISTS (SELECT 1 FROM {q}.run_log r WHERE r.thread_id = c.thread_id) OR bool_or(c.run_id IS NULL) AS needed
+FROM {q}.checkpoints c
+WHERE c.thread_id > %(after)s AND (%(only)s::text[] IS NULL OR c.thread_id = ANY(%(only)s::text[]))
+GROUP BY c.thread_id
+ORDER BY c.thread_id
+LIMIT %(batch)s"""
 
 
 class CheckpointFact(Columns):

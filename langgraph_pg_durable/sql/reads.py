@@ -443,20 +443,22 @@ class RunLane(Columns):
 
 
 def run_lanes(q: str) -> str:
-    """Every checkpoint of each (thread, namespace) the runs wrote to, doomed or not, as
-    `RunLane` rows; only lanes where some checkpoint replays DeltaChannel writes."""
+    """Every checkpoint of each (thread, namespace) the runs wrote to in `thread_ids` (the
+    threads `run_threads` found), doomed or not, as `RunLane` rows; only lanes where some
+    checkpoint replays DeltaChannel writes. Each table access names the threads itself."""
     return f"""
 WITH lanes AS (
-    SELECT DISTINCT thread_id, checkpoint_ns FROM {q}.checkpoints WHERE run_id = ANY(%(run_ids)s)
+    SELECT DISTINCT r.thread_id, r.checkpoint_ns FROM {q}.checkpoints r
+    WHERE r.thread_id = ANY(%(thread_ids)s) AND r.run_id = ANY(%(run_ids)s)
 )
 SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
        coalesce(c.run_id = ANY(%(run_ids)s), false) AS doomed, c.value_channels,
        (c.metadata -> 'counters_since_delta_snapshot')::text AS delta_counters,
        (c.checkpoint -> 'channel_values')::text AS inline_values
 FROM {q}.checkpoints c JOIN lanes l ON c.thread_id = l.thread_id AND c.checkpoint_ns = l.checkpoint_ns
-WHERE EXISTS (
+WHERE c.thread_id = ANY(%(thread_ids)s) AND EXISTS (
     SELECT 1 FROM {q}.checkpoints d
-    WHERE d.thread_id = l.thread_id AND d.checkpoint_ns = l.checkpoint_ns
+    WHERE d.thread_id = ANY(%(thread_ids)s) AND d.thread_id = c.thread_id AND d.checkpoint_ns = c.checkpoint_ns
       AND d.metadata ? 'counters_since_delta_snapshot')"""
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from . import deletes, logs, reads, steps, threads, writes
+from . import deletes, logs, reads, routed, steps, threads, writes
 from .schema import quote_schema
 
 
@@ -21,6 +21,20 @@ def compact(sql: str) -> str:
 
 
 BOTH = (False, True)
+
+
+class RoutedWrites:
+    """The writes of `Statements` as calls of the schema's write functions, keyed alike."""
+
+    def __init__(self, q: str, s: Statements) -> None:
+        self.put = {key: routed.put(q, sql, log=key[1]) for key, sql in s.put.items()}
+        self.put_writes = {key: routed.put_writes(q, sql, kind="rows", replace=key[0], log=key[2]) for key, sql in s.put_writes.items()}
+        self.put_writes_items = {
+            log: routed.put_writes(q, sql, kind="items", replace=False, log=log) for log, sql in s.put_writes_items.items()
+        }
+        self.put_packed_writes = {
+            key: routed.put_writes(q, sql, kind="packed", replace=False, log=key[1]) for key, sql in s.put_packed_writes.items()
+        }
 
 
 class Statements:
@@ -51,6 +65,10 @@ class Statements:
         self.put_packed_writes = {
             (items, log): compact(writes.put_packed_writes(q, items=items, log=log)) for items in BOTH for log in BOTH
         }
+        # The same writes as calls of the schema's write functions, for distributed tables (routed.py).
+        self.routed = RoutedWrites(q, self)
+        self.citus_installed = routed.CITUS_INSTALLED
+        self.tables_distributed = routed.TABLES_DISTRIBUTED
         self.get_tuple = {
             (by_id, cold): compact(reads.get_tuple(q, by_id=by_id, cold=cold)) for by_id in (False, True) for cold in (False, True)
         }
@@ -84,9 +102,10 @@ class Statements:
         """One page of `list_runs()` under `where` (built by core.logs from fixed fragments)."""
         return logs.runs_page(self.q, where)
 
-    def actions_page(self, where: str) -> str:
-        """One page of `list_actions()` under `where` (built by core.logs from fixed fragments)."""
-        return logs.actions_page(self.q, where)
+    def actions_page(self, where: str, *, one_thread: bool = False) -> str:
+        """One page of `list_actions()` under `where` (built by core.logs from fixed
+        fragments); `one_thread`: `where` names the thread."""
+        return logs.actions_page(self.q, where, one_thread=one_thread)
 
     def threads_page(self, where: str, having: str) -> str:
         """One page of `list_threads()` (`where` and `having` built by core.threads from fixed fragments)."""

@@ -27,9 +27,11 @@ class StepColumn(Columns):
 def steps_page(q: str, where: str) -> str:
     """One page of a thread's checkpoints, newest first, under `where` (on `c`, built by
     core.steps from fixed fragments); walks (thread_id, checkpoint_id) so a page reads
-    only its own rows."""
+    only its own rows. Each subquery names the thread itself, not through `page`'s column:
+    Citus refuses a subquery over a distributed table that reaches the thread only through
+    a CTE ("complex joins are only supported when ...")."""
     tasks = f"""FROM {q}.action_log a
-        WHERE a.thread_id = p.thread_id AND a.checkpoint_ns = p.checkpoint_ns AND a.checkpoint_id = {{at}}"""
+        WHERE a.thread_id = %(thread_id)s AND a.checkpoint_ns = p.checkpoint_ns AND a.checkpoint_id = {{at}}"""
     return f"""
 WITH page AS MATERIALIZED (
     SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.run_id, c.step, c.source,
@@ -42,7 +44,7 @@ WITH page AS MATERIALIZED (
 SELECT p.thread_id, p.checkpoint_ns, p.checkpoint_id, p.parent_checkpoint_id, p.run_id, p.step, p.source,
        p.created_at, p.metadata::text AS metadata,
        (SELECT count(*) FROM {q}.checkpoint_writes w
-        WHERE w.thread_id = p.thread_id AND w.checkpoint_ns = p.checkpoint_ns
+        WHERE w.thread_id = %(thread_id)s AND w.checkpoint_ns = p.checkpoint_ns
           AND w.checkpoint_id = p.checkpoint_id) AS pending_writes,
        (SELECT json_agg(json_build_array(a.task_id, a.agent, a.action_type) ORDER BY a.created_at, a.task_id)
         {tasks.format(at="p.parent_checkpoint_id")})::text AS made_by,

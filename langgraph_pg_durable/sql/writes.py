@@ -96,7 +96,7 @@ def _checkpoint_run(q: str) -> str:
     INSERT INTO {q}.run_log AS r (thread_id, run_id, first_step, last_step, status, status_step)
     VALUES (%(thread_id)s, %(run_id)s, %(run_step)s::int, %(run_step)s, %(run_status)s, %(run_step)s)
     ON CONFLICT (thread_id, run_id) DO UPDATE SET
-    ended_at = now(), first_step = least(r.first_step, EXCLUDED.first_step),
+    ended_at = EXCLUDED.ended_at, first_step = least(r.first_step, EXCLUDED.first_step),
     last_step = greatest(r.last_step, EXCLUDED.last_step), {_STATUS}
     WHERE EXCLUDED.first_step IS NOT NULL
     RETURNING xmax = 0 AS fresh
@@ -136,7 +136,7 @@ def _task_log(q: str) -> str:
     FROM task_step s WHERE %(run_id)s IS NOT NULL AND (%(run_status)s IS NOT NULL OR NOT EXISTS (
         SELECT 1 FROM {q}.run_log k WHERE k.thread_id = %(thread_id)s AND k.run_id = %(run_id)s AND %(agent)s = ANY(k.agents)))
     ON CONFLICT (thread_id, run_id) DO UPDATE SET
-    ended_at = now(), {_STATUS},
+    ended_at = EXCLUDED.ended_at, {_STATUS},
     agents = CASE WHEN EXCLUDED.agents <@ r.agents THEN r.agents ELSE r.agents || EXCLUDED.agents END
     WHERE EXCLUDED.status_step IS NOT NULL OR NOT EXCLUDED.agents <@ r.agents
     RETURNING xmax = 0 AS fresh

@@ -23,6 +23,9 @@ from psycopg.rows import dict_row
 import agents
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
 
+# Every case runs through both write paths: the statements, and the write functions (as on Citus).
+pytestmark = pytest.mark.both_write_paths
+
 
 # (step, agent, action_type) of the calculator agent's two turns ("what is 1+2?", "thanks").
 CALCULATOR_ACTIONS = [

@@ -15,6 +15,9 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
 
+# Every case runs through both write paths: the statements, and the write functions (as on Citus).
+pytestmark = pytest.mark.both_write_paths
+
 
 class SyncSaverAsAsync(BaseCheckpointSaver):
     """Drives a sync saver from the suite's async calls, each in a worker thread."""

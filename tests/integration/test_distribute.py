@@ -22,8 +22,11 @@ from typer.testing import CliRunner
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DistributionError, DurablePostgresSaver, StatementError
 from langgraph_pg_durable.cli import app
 from langgraph_pg_durable.sql import distribute as distribute_sql
+from langgraph_pg_durable.sql import routed
 
 ALL_TABLES = (*distribute_sql.DISTRIBUTED_TABLES, *distribute_sql.REFERENCE_TABLES)
+WRITE_FUNCTIONS = tuple(routed.FUNCTIONS)
+EVERYTHING = (*ALL_TABLES, *WRITE_FUNCTIONS)
 
 
 def _layout(pg_dsn: str, schema: str) -> list[tuple[Any, ...]]:
@@ -142,6 +145,15 @@ RETURNS void LANGUAGE sql AS $$
 $$;
 CREATE FUNCTION {s}.create_reference_table(table_name regclass) RETURNS void LANGUAGE sql AS $$
     INSERT INTO {s}.pg_dist_partition VALUES (table_name, 'reference', NULL)
+$$;
+CREATE TABLE {s}.pg_dist_object (classid oid, objid oid, distribution_argument_index int, colocate_with text, force_delegation bool);
+CREATE FUNCTION {s}.create_distributed_function(
+    function_name regprocedure, distribution_arg_name text, colocate_with text, force_delegation bool
+) RETURNS void LANGUAGE sql AS $$
+    INSERT INTO {s}.pg_dist_object
+    SELECT 'pg_proc'::regclass, function_name, array_position(p.proargnames, distribution_arg_name) - 1,
+           colocate_with, force_delegation
+    FROM pg_proc p WHERE p.oid = function_name
 $$;"""
             ).format(s=sql.Identifier(stand_in))
         )
@@ -151,6 +163,16 @@ $$;"""
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(stand_in)))
+
+
+def _functions(dsn: str) -> list[tuple[str, int, str, bool]]:
+    """The distributed functions the stand-in recorded: name, distribution argument, co-location, delegation."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT p.pronamespace::regnamespace::text || '.' || p.proname, o.distribution_argument_index, o.colocate_with, "
+            "o.force_delegation FROM pg_dist_object o JOIN pg_proc p ON p.oid = o.objid ORDER BY 1"
+        ).fetchall()
+    return [(str(r[0]), int(r[1]), str(r[2]), bool(r[3])) for r in rows]
 
 
 def _recorded(dsn: str) -> list[tuple[str, str, str | None]]:
@@ -163,7 +185,7 @@ def test_distribute_runs_every_statement_once_then_skips_them_all(schema_name: s
     with DurablePostgresSaver.from_conn_string(citus_stand_in, schema=schema_name) as saver:
         saver.setup()
         _put_and_get(saver, "t")
-        assert saver.distribute() == ALL_TABLES
+        assert saver.distribute() == EVERYTHING
         anchor = f'"{schema_name}".checkpoints'
         assert sorted(_recorded(citus_stand_in)) == sorted(
             [
@@ -172,8 +194,13 @@ def test_distribute_runs_every_statement_once_then_skips_them_all(schema_name: s
                 (f"{schema_name}.schema_migrations", "reference", None),
             ]
         )
+        # Each write function routed by its thread argument, in the tables' co-location group.
+        assert _functions(citus_stand_in) == sorted(
+            (f"{schema_name}.{name}", 2 if name == "lgpd_put_writes" else 0, anchor, True) for name in WRITE_FUNCTIONS
+        )
         assert saver.distribute() == ()  # Citus has them all: nothing runs again
         assert len(_recorded(citus_stand_in)) == len(ALL_TABLES)
+        assert len(_functions(citus_stand_in)) == len(WRITE_FUNCTIONS)
 
 
 async def test_adistribute_skips_the_tables_already_distributed(schema_name: str, citus_stand_in: str) -> None:
@@ -181,7 +208,7 @@ async def test_adistribute_skips_the_tables_already_distributed(schema_name: str
         await saver.setup()
         with psycopg.connect(citus_stand_in, autocommit=True) as conn:  # one distributed by hand
             conn.execute(sql.SQL("SELECT create_reference_table({})").format(sql.Literal(f"{schema_name}.schema_migrations")))
-        assert await saver.adistribute() == distribute_sql.DISTRIBUTED_TABLES
+        assert await saver.adistribute() == (*distribute_sql.DISTRIBUTED_TABLES, *WRITE_FUNCTIONS)
 
 
 def test_distribute_refuses_a_schema_without_the_saver_tables(schema_name: str, citus_stand_in: str) -> None:
@@ -205,6 +232,7 @@ def test_distribute_is_one_transaction(schema_name: str, citus_stand_in: str) ->
         with pytest.raises(StatementError, match="no worker node"):
             saver.distribute()
         assert _recorded(citus_stand_in) == []  # the tables distributed before it were rolled back
+        assert _functions(citus_stand_in) == []
         _put_and_get(saver, "t")
 
 
@@ -215,7 +243,8 @@ def test_lgpd_distribute_lists_what_it_did(schema_name: str, citus_stand_in: str
     lines = first.stdout.splitlines()
     assert lines[0] == "checkpoints: distributed by thread_id"
     assert "schema_migrations: reference table" in lines
-    assert lines[-1] == f"schema {schema_name!r}: 7 of 7 tables distributed now"
+    assert "lgpd_put: write function, run by the worker of its p_thread_id" in lines
+    assert lines[-1] == f"schema {schema_name!r}: 7 of 7 tables and 2 of 2 write functions distributed now"
     again = _lgpd(citus_stand_in, schema_name, "distribute")
     assert again.exit_code == 0 and "checkpoints: distributed by thread_id (already)" in again.stdout
-    assert again.stdout.splitlines()[-1] == f"schema {schema_name!r}: 0 of 7 tables distributed now"
+    assert again.stdout.splitlines()[-1] == f"schema {schema_name!r}: 0 of 7 tables and 0 of 2 write functions distributed now"

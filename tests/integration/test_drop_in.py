@@ -18,6 +18,9 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
 from langgraph_pg_durable.core.actions import NULL_TASK_ID
 
+# Every case runs through both write paths: the statements, and the write functions (as on Citus).
+pytestmark = pytest.mark.both_write_paths
+
 # The pool the official saver's documentation prescribes, and others users run.
 POOLS: dict[str, dict[str, Any]] = {
     "docs": {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},

@@ -24,6 +24,9 @@ from typing_extensions import TypedDict
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
 
+# Every case runs through both write paths: the statements, and the write functions (as on Citus).
+pytestmark = pytest.mark.both_write_paths
+
 TOOL_CALLS = 3  # rounds of plan -> tool before the final answer
 
 

@@ -12,6 +12,9 @@ from psycopg import sql
 from checkpoints import next_put
 from langgraph_pg_durable import AsyncDurablePostgresSaver, CheckpointIntegrityError, DurablePostgresSaver, HistoryRewoundError
 
+# Every case runs through both write paths: the statements, and the write functions (as on Citus).
+pytestmark = pytest.mark.both_write_paths
+
 DOC = {"a document": ["that", "is", "not", "a", "scalar"]}
 
 

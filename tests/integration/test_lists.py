@@ -31,6 +31,9 @@ from langgraph_pg_durable.core.codec import COMPRESSED
 from langgraph_pg_durable.core.lists import LIST_TYPE
 from langgraph_pg_durable.errors import ListIntegrityError
 
+# Every case runs through both write paths: the statements, and the write functions (as on Citus).
+pytestmark = pytest.mark.both_write_paths
+
 # -- random histories of one list channel, put directly ----------------------------------------
 
 ITEMS = st.one_of(

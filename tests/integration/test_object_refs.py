@@ -17,6 +17,9 @@ from langgraph_pg_durable import DurablePostgresSaver, ObjectIntegrityError
 from langgraph_pg_durable.core.offload import object_key
 from test_offload import MIB, blob_graph, open_same_store, payload, rows, store_for, stored_keys, thread
 
+# Every case runs through both write paths: the statements, and the write functions (as on Citus).
+pytestmark = pytest.mark.both_write_paths
+
 
 def _graph_state(saver: DurablePostgresSaver, config: dict) -> Any:
     return blob_graph(saver, 1, 2 * MIB).get_state(config).values

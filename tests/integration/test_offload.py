@@ -34,6 +34,9 @@ from langgraph_pg_durable import (
 )
 from tcp_gate import TcpGate
 
+# Every case runs through both write paths: the statements, and the write functions (as on Citus).
+pytestmark = pytest.mark.both_write_paths
+
 MIB = 1 << 20
 FAST_FAIL = {"max_retries": 0, "retry_timeout": timedelta(seconds=5)}
 

@@ -17,6 +17,9 @@ from checkpoints import next_put
 from langgraph_pg_durable import DurablePostgresSaver, HistoryRewoundError
 from langgraph_pg_durable.sql.schema import thread_lock_keys
 
+# Every case runs through both write paths: the statements, and the write functions (as on Citus).
+pytestmark = pytest.mark.both_write_paths
+
 NOTES = [f"note {i}" for i in range(400)]  # a list in the delta layout
 
 

@@ -41,6 +41,6 @@ def test_the_server_names_every_read_column_as_declared(pg_dsn: str, schema_name
         checkpoint = list(CheckpointColumn.names())
         assert _columns(conn, statements.list_page(""), {"page_size": 1}) == checkpoint
         assert _columns(conn, statements.latest_checkpoints, {"thread_ids": ["t"]}) == checkpoint
-        assert _columns(conn, statements.run_lanes, {"run_ids": ["r"]}) == list(RunLane.names())
+        assert _columns(conn, statements.run_lanes, {"run_ids": ["r"], "thread_ids": ["t"]}) == list(RunLane.names())
         threads = statements.threads_page("true", "true")
         assert _columns(conn, threads, {"after": "", "page": 1}) == list(ThreadColumn.names())

@@ -190,7 +190,7 @@ class RowStoreSaver(SaverCore):
     """The saver operations of ops.py, driven against a RowStore instead of a server."""
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+        super().__init__(**{"routed_writes": False, **options})  # the statements, which RowStore emulates
         self.store = RowStore()
         self.sent: list[str] = []  # which statement each query was, in order
 

@@ -38,24 +38,46 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"langgra
     """SELECT create_reference_table('"langgraph_durable".schema_migrations')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"langgraph_durable".schema_migrations'::regclass)""",
 ]
+PUT_SIGNATURE = (
+    '"langgraph_durable".lgpd_put(text, text, text, text, text, integer, text, jsonb, text[], text[], jsonb, bytea, text, '
+    "text[], text[], text[], text[], text[], text[], text[], bytea[], text[], text[], bigint[], text[], text[], text[], text[], "
+    "integer[], text[], bytea[], text[], text[], bigint[], boolean, integer, text)"
+)
+PUT_WRITES_SIGNATURE = (
+    '"langgraph_durable".lgpd_put_writes(text, boolean, text, text, text, text, text, text, text, integer[], text[], text[], '
+    "bytea[], text[], text[], bigint[], text[], integer, text, bytea, text, text[], text[], integer[], text[], bytea[], text[], "
+    "text[], bigint[], boolean, text, integer, integer, text, text, jsonb, text)"
+)
+DEFAULT_FUNCTION_STATEMENTS = [
+    f"""SELECT create_distributed_function('{signature}', 'p_thread_id', colocate_with => '"langgraph_durable".checkpoints', \
+force_delegation => true)
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_object WHERE classid = 'pg_proc'::regclass AND objid = '{signature}'::regprocedure \
+AND distribution_argument_index IS NOT NULL)"""
+    for signature in (PUT_SIGNATURE, PUT_WRITES_SIGNATURE)
+]
 
 
 def test_the_default_schema_gets_these_exact_statements() -> None:
     steps = distribute.steps("langgraph_durable")
-    assert [step.sql for step in steps] == DEFAULT_STATEMENTS
-    assert [(step.table, step.reference) for step in steps] == [
-        ("checkpoints", False),
-        ("checkpoint_writes", False),
-        ("channel_values", False),
-        ("channel_items", False),
-        ("run_log", False),
-        ("action_log", False),
-        ("schema_migrations", True),
+    assert [step.sql for step in steps] == DEFAULT_STATEMENTS + DEFAULT_FUNCTION_STATEMENTS
+    assert [(step.table, step.reference, step.function) for step in steps] == [
+        ("checkpoints", False, False),
+        ("checkpoint_writes", False, False),
+        ("channel_values", False, False),
+        ("channel_items", False, False),
+        ("run_log", False, False),
+        ("action_log", False, False),
+        ("schema_migrations", True, False),
+        ("lgpd_put", False, True),
+        ("lgpd_put_writes", False, True),
     ]
 
 
 def test_the_script_is_the_statements_in_one_transaction() -> None:
-    assert distribute.script("langgraph_durable") == "BEGIN;\n" + "".join(f"{s};\n" for s in DEFAULT_STATEMENTS) + "COMMIT;\n"
+    statements = DEFAULT_STATEMENTS + DEFAULT_FUNCTION_STATEMENTS
+    assert distribute.script("langgraph_durable") == (
+        "BEGIN;\nSET LOCAL citus.multi_shard_modify_mode TO 'sequential';\n" + "".join(f"{s};\n" for s in statements) + "COMMIT;\n"
+    )
 
 
 def test_a_schema_name_that_needs_quoting_is_quoted_in_every_name() -> None:
@@ -68,14 +90,14 @@ def test_a_schema_name_that_needs_quoting_is_quoted_in_every_name() -> None:
         """SELECT create_distributed_table('"Agents_2".checkpoint_writes', 'thread_id', colocate_with => '"Agents_2".checkpoints')\n"""
         """WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"Agents_2".checkpoint_writes'::regclass)"""
     )
-    assert steps[-1].sql == (
+    assert steps[6].sql == (
         """SELECT create_reference_table('"Agents_2".schema_migrations')\n"""
         """WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"Agents_2".schema_migrations'::regclass)"""
     )
     # A keyword as a schema name: quoted too, so the server reads it as a name.
     assert distribute.steps("user")[0].sql.startswith("""SELECT create_distributed_table('"user".checkpoints', 'thread_id',""")
     # Each statement is the default schema's with the name swapped: nothing else depends on it.
-    renamed = [s.replace('"langgraph_durable"', '"Agents_2"') for s in DEFAULT_STATEMENTS]
+    renamed = [s.replace('"langgraph_durable"', '"Agents_2"') for s in DEFAULT_STATEMENTS + DEFAULT_FUNCTION_STATEMENTS]
     assert [step.sql for step in steps] == renamed
 
 
