@@ -5,7 +5,7 @@ Takes the sdist of the installed langgraph from the package index, extracts its
 `async_checkpointer` fixtures (see `langgraph_suite_fixtures.py`), and runs every
 test that takes one of them (see `langgraph_suite_plugin.py`), once per flavour (see FLAVOURS):
 
-    python tools/langgraph_suite.py                  # both flavours, every test
+    python tools/langgraph_suite.py                  # every flavour, every test
     python tools/langgraph_suite.py --pool docs      # the official docs' pool only
     python tools/langgraph_suite.py -- -k time_travel  # extra pytest arguments
 
@@ -37,10 +37,18 @@ TOOLS = ROOT / "tools"
 # Per flavour: the pool, the serializer, and LangGraph's msgpack mode. The docs flavour
 # runs our saver's own strict serializer under LangGraph's strict mode (which adds each
 # graph's state types to the allowlist, as a strict saver expects); the tuple flavour
-# gives our saver LangGraph's permissive default, as the official fixture's saver has.
+# gives our saver LangGraph's permissive default, as the official fixture's saver has. The
+# routed flavour is the docs one with every write a call of the schema's write functions, as
+# a saver on Citus sends them (routed_writes=True).
 FLAVOURS: dict[str, dict[str, str]] = {
     "docs": {"LGPD_SUITE_POOL": "docs", "LGPD_SUITE_SERDE": "default", "LANGGRAPH_STRICT_MSGPACK": "true"},
     "tuple": {"LGPD_SUITE_POOL": "tuple", "LGPD_SUITE_SERDE": "langgraph", "LANGGRAPH_STRICT_MSGPACK": "false"},
+    "routed": {
+        "LGPD_SUITE_POOL": "docs",
+        "LGPD_SUITE_SERDE": "default",
+        "LANGGRAPH_STRICT_MSGPACK": "true",
+        "LGPD_SUITE_ROUTED_WRITES": "true",
+    },
 }
 FIXTURE_NAMES = ("sync_checkpointer", "async_checkpointer")
 CONFTEST_HOOK = (
@@ -143,7 +151,7 @@ def run_flavour(root: Path, files: list[str], dsn: str, flavour: str, extra: lis
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pool", choices=(*FLAVOURS, "both"), default="both")
+    parser.add_argument("--pool", choices=(*FLAVOURS, "all"), default="all", help="the flavour to run (default: each)")
     parser.add_argument(
         "--cache",
         type=Path,
@@ -165,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     database = f"lgpd_suite_{uuid.uuid4().hex[:8]}"
     try:
         dsn = server.create_database(database)
-        flavours = tuple(FLAVOURS) if args.pool == "both" else (args.pool,)
+        flavours = tuple(FLAVOURS) if args.pool == "all" else (args.pool,)
         results = {flavour: run_flavour(root, files, dsn, flavour, args.pytest_args) for flavour in flavours}
     finally:
         with psycopg.connect(server.dsn, autocommit=True) as conn:

@@ -8,7 +8,8 @@ Environment: `LGPD_SUITE_DSN` (the server), `LGPD_SUITE_POOL` (`docs`: the pool 
 official saver's documentation prescribes, `dict_row` and `prepare_threshold=0`;
 `tuple`: a plain autocommit pool with psycopg's defaults), `LGPD_SUITE_SERDE`
 (`default`: the saver's own strict serializer; `langgraph`: LangGraph's permissive
-`JsonPlusSerializer()`, the one the official fixture's saver has).
+`JsonPlusSerializer()`, the one the official fixture's saver has), `LGPD_SUITE_ROUTED_WRITES`
+(`true`: every write a call of the schema's write functions, as on Citus).
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ def _schema() -> str:
     return f"lgsuite_{secrets.token_hex(8)}"  # not uuid4: some tests patch it
 
 
+def _routed() -> bool | None:
+    """True: the write functions; None: as the saver finds (statements on this server)."""
+    return True if os.environ.get("LGPD_SUITE_ROUTED_WRITES") == "true" else None
+
+
 def _drop(schema: str) -> None:
     with psycopg.connect(_dsn(), autocommit=True) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
@@ -65,7 +71,7 @@ def sync_checkpointer(request: pytest.FixtureRequest) -> Iterator[DurablePostgre
     schema = _schema()
     try:
         with ConnectionPool(_dsn(), max_size=10, kwargs=_pool_kwargs()) as pool:
-            saver = DurablePostgresSaver(pool, schema=schema, serde=_serde())
+            saver = DurablePostgresSaver(pool, schema=schema, serde=_serde(), routed_writes=_routed())
             saver.setup()
             yield saver
     finally:
@@ -77,7 +83,7 @@ async def async_checkpointer(request: pytest.FixtureRequest) -> AsyncIterator[As
     schema = _schema()
     try:
         async with AsyncConnectionPool(_dsn(), max_size=10, kwargs=_pool_kwargs(), open=False) as pool:
-            saver = AsyncDurablePostgresSaver(pool, schema=schema, serde=_serde())
+            saver = AsyncDurablePostgresSaver(pool, schema=schema, serde=_serde(), routed_writes=_routed())
             await saver.setup()
             yield saver
     finally:
