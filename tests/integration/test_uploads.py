@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -55,22 +56,69 @@ def hook(monkeypatch: pytest.MonkeyPatch, driver: Driver, before_put: Callable[[
 
 
 def wait_until_a_write_waits_uncommitted(pg_dsn: str, schema: str, *, timeout: float = 30.0) -> None:
-    """Return once another backend is idle in a transaction that has written checkpoint_writes:
-    a put_writes whose statement ran and that has not committed. A precondition polled for
-    (it fails past `timeout`), not a sleep standing in for a result."""
+    """Return once another backend is idle in a transaction that has written the rows of a
+    write: a put_writes (checkpoint_writes) or a put (checkpoints) whose statement ran and
+    that has not committed. A precondition polled for (it fails past `timeout`), not a sleep
+    standing in for a result.
+
+    Either call may be the one that uploads a step's value: the task's writes and the next
+    checkpoint hold the same bytes, and LangGraph runs the two calls on threads of its own,
+    in the order its scheduler gives them (on Python 3.13 the checkpoint's put often goes
+    first). The first to claim the object uploads it, with its statement sent alongside and
+    the thread's writer lock held to its commit; the other waits for that lock."""
     deadline = time.monotonic() + timeout
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         while True:
             (waiting,) = conn.execute(
                 "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-                " WHERE l.relation = to_regclass(format('%%I.checkpoint_writes', %s::text))"
+                " WHERE l.relation IN (to_regclass(format('%%I.checkpoint_writes', %s::text)),"
+                " to_regclass(format('%%I.checkpoints', %s::text)))"
                 " AND l.mode = 'RowExclusiveLock' AND l.granted AND a.state = 'idle in transaction'",
-                (schema,),
+                (schema, schema),
             ).fetchone()  # type: ignore[misc]
             if waiting:
                 return
-            assert time.monotonic() < deadline, "no put_writes statement ran while its object uploaded"
+            assert time.monotonic() < deadline, "no write's statement ran while its object uploaded"
             time.sleep(0.01)
+
+
+def writes_before_their_checkpoint(saver: Any, mode: str) -> None:
+    """Hold each put of a checkpoint that carries a value until a task's writes of a value were stored:
+    the order in which the task's write uploads the step's value and the next checkpoint
+    finds it confirmed. LangGraph runs the two calls on threads of its own and, on Python
+    3.13, often starts the put first (then the put uploads, and the writes find it stored)."""
+    if mode == "sync":
+        stored, put_writes, put = threading.Event(), saver.put_writes, saver.put
+
+        def put_writes_then_tell(config: Any, writes: Any, *args: Any) -> Any:
+            try:
+                return put_writes(config, writes, *args)
+            finally:
+                if any(channel == "blob" and value for channel, value in writes):
+                    stored.set()
+
+        def put_after_writes(config: Any, checkpoint: Any, *args: Any) -> Any:
+            if checkpoint["channel_values"].get("blob"):
+                assert stored.wait(30), "no task's writes were stored before the checkpoint"
+            return put(config, checkpoint, *args)
+
+        saver.put_writes, saver.put = put_writes_then_tell, put_after_writes
+        return
+    astored, aput_writes, aput = asyncio.Event(), saver.aput_writes, saver.aput
+
+    async def aput_writes_then_tell(config: Any, writes: Any, *args: Any) -> Any:
+        try:
+            return await aput_writes(config, writes, *args)
+        finally:
+            if any(channel == "blob" and value for channel, value in writes):
+                astored.set()
+
+    async def aput_after_writes(config: Any, checkpoint: Any, *args: Any) -> Any:
+        if checkpoint["channel_values"].get("blob"):
+            await asyncio.wait_for(astored.wait(), 30)
+        return await aput(config, checkpoint, *args)
+
+    saver.aput_writes, saver.aput = aput_writes_then_tell, aput_after_writes
 
 
 def key_of(saver: Any, data: bytes) -> str:
@@ -220,6 +268,7 @@ async def test_an_object_the_saver_stops_vouching_for_before_the_commit_is_uploa
     monkeypatch.setattr(storage, "confirmed", confirmed)
     config, value = thread(), payload(0, 2 * MIB)
     async with driver.saver(**s3_store) as saver:
+        writes_before_their_checkpoint(saver, driver.mode)
         await driver.invoke(blob_graph(saver, 1, 2 * MIB), {"blob": b"", "step": 0}, config)
         key = key_of(saver, value)
     assert late[0] and fake.puts == [key, key]  # the write's upload, then the checkpoint's own
