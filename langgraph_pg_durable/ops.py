@@ -131,8 +131,8 @@ class SaverCore(BaseCheckpointSaver[str]):
           'on' or 'remote_apply' (also the synchronous standbys'); None: the default.
         - routed_writes: write through the schema's write functions, one call that Citus
           sends whole to the worker holding the thread (see sql/routed.py), instead of one
-          statement; None: when the schema's tables are distributed (asked once, at the
-          first write).
+          statement; None: when the schema's tables are distributed (asked once, at
+          setup() or else at the first write).
         """
         # Without a serde, LangGraph's strict msgpack allowlist (plus allowed_types): a
         # stored row never imports or calls anything else (see safe_serde.py).
@@ -289,9 +289,15 @@ class SaverCore(BaseCheckpointSaver[str]):
             return next_config
 
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
-        writes: Statements | RoutedWrites = self.sql.routed if self.routed_writes else self.sql
-        decode = _written(stored) if self.routed_writes else stored
+        writes, decode = self._write_path(stored)
         return Query(where, writes.put[(plain, self.action_log)], params, decode, uploads, locks=self._locks([thread_id]))
+
+    def _write_path(self, decode: Callable[[Sequence[Any]], T]) -> tuple[Statements | RoutedWrites, Callable[[Sequence[Any]], T]]:
+        """The write statements and `decode`, or, with routed writes, the calls of the write
+        functions and the decode that reads a call's row count as the statement's rows."""
+        if self.routed_writes:
+            return self.sql.routed, _written(decode)
+        return self.sql, decode
 
     def _preamble(self, query: Query[Any]) -> list[tuple[str, Mapping[str, Any]]]:
         """The statements sent before `query` in its transaction (none without locks): the
@@ -335,8 +341,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             return bool(fetched)
 
         yield from self._routing_plan(where)
-        s: Statements | RoutedWrites = self.sql.routed if self.routed_writes else self.sql
-        decode = _written(stored) if self.routed_writes else stored
+        s, decode = self._write_path(stored)
         if built.packed is not None:
             sql = s.put_packed_writes[(built.has_items, self.action_log)]
             if (yield Query(where, sql, built.packed, decode, built.uploads, locks=self._locks([thread_id]))):

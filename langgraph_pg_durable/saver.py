@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from psycopg import Connection, Cursor, errors
+from psycopg import Connection, errors
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 
@@ -422,28 +422,20 @@ class DurablePostgresSaver(SaverCore):
         assert row is not None
         return durability_report(row, self.synchronous_commit)
 
-    def _tables_distributed(self, cur: Cursor[Any]) -> bool:
-        """Whether the schema's tables are distributed on Citus (see SaverCore._routing_plan)."""
-        cur.execute(self.sql.citus_installed)
-        if not (cur.fetchone())[0]:  # type: ignore[index]
-            return False
-        cur.execute(self.sql.tables_distributed, {"table": f"{self.sql.q}.checkpoints"})
-        return bool((cur.fetchone())[0])  # type: ignore[index]
-
     def setup(self) -> None:
         """Create or upgrade the schema; safe to call from many processes at once. Then read
         the server's durability settings into `self.durability` and log them (logger
         "langgraph_pg_durable"): a WARNING when the server acknowledges commits that a crash
         or a failover can lose, or commits would hang; INFO otherwise."""
         quoted = quote_schema(self.schema)
+        # Asked here, so that the first write need not ask (nothing is sent when routed_writes was given).
+        self._run(self._routing_plan(f"setup of schema {shown(self.schema)}"))
 
         def migrate(conn: Connection) -> None:
             # Scripts of several statements are never prepared (the server refuses that),
             # whatever prepare_threshold the connection has: prepare=False sends them as
             # one simple query.
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
-                if self.routed_writes is None:  # asked here, so the first write need not ask
-                    self.routed_writes = self._tables_distributed(cur)
                 # A schema already current needs no DDL, so an app role with USAGE and DML
                 # only (no CREATE) can call setup(): read the ledger before anything else.
                 cur.execute(schema_sql.ledger_exists_sql(), {"schema": self.schema})

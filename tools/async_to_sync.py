@@ -33,7 +33,6 @@ NAMES = {
     "AsyncDurablePostgresSaver": "DurablePostgresSaver",
     "AsyncConnectionPool": "ConnectionPool",
     "AsyncConnection": "Connection",
-    "AsyncCursor": "Cursor",
     "AsyncIterator": "Iterator",
     "AsyncWritesInFlight": "WritesInFlight",
     "AsyncFailoverPool": "FailoverPool",

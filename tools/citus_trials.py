@@ -28,6 +28,7 @@ import asyncio
 import json
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -342,8 +343,6 @@ def main() -> None:
     only = set(args.only or ("operations", "conformance", "cost"))
     cluster = Cluster(args.dsn)
     report: dict[str, Any] = {"citus": cluster.version, "workers": len(cluster.workers)}
-    import tempfile
-
     with tempfile.TemporaryDirectory() as tmp:
         if "operations" in only:
             report["operations"] = operations(cluster, Path(tmp))
