@@ -2,6 +2,7 @@
 
 from .aio import AsyncDurablePostgresSaver
 from .core.logs import ActionRecord, RunRecord
+from .core.safe_serde import DurableSerializer
 from .core.steps import StepRecord, TaskRecord
 from .core.threads import ThreadRecord
 from .errors import (
@@ -34,6 +35,7 @@ __all__ = [
     "DistributionError",
     "DurableCheckpointError",
     "DurablePostgresSaver",
+    "DurableSerializer",
     "HistoryRewoundError",
     "ListIntegrityError",
     "ObjectIntegrityError",

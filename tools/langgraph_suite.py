@@ -35,13 +35,14 @@ from psycopg import sql
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "tools"
 # Per flavour: the pool, the serializer, and LangGraph's msgpack mode. The docs flavour
-# runs our saver's own strict serializer under LangGraph's strict mode (which adds each
-# graph's state types to the allowlist, as a strict saver expects); the tuple flavour
-# gives our saver LangGraph's permissive default, as the official fixture's saver has. The
-# routed flavour is the docs one with every write a call of the schema's write functions, as
-# a saver on Citus sends them (routed_writes=True).
+# runs our savers exactly as a user gets them: their own default serializer, LangGraph's
+# default (non-strict) mode; the tuple flavour gives our saver LangGraph's permissive
+# serializer, as the official fixture's saver has. The routed flavour has every write a
+# call of the schema's write functions, as a saver on Citus sends them (routed_writes=True),
+# under LangGraph's strict mode (LANGGRAPH_STRICT_MSGPACK=true: our serializer then keeps
+# the allowlist alone, and LangGraph adds each graph's state types to it).
 FLAVOURS: dict[str, dict[str, str]] = {
-    "docs": {"LGPD_SUITE_POOL": "docs", "LGPD_SUITE_SERDE": "default", "LANGGRAPH_STRICT_MSGPACK": "true"},
+    "docs": {"LGPD_SUITE_POOL": "docs", "LGPD_SUITE_SERDE": "default", "LANGGRAPH_STRICT_MSGPACK": "false"},
     "tuple": {"LGPD_SUITE_POOL": "tuple", "LGPD_SUITE_SERDE": "langgraph", "LANGGRAPH_STRICT_MSGPACK": "false"},
     "routed": {
         "LGPD_SUITE_POOL": "docs",

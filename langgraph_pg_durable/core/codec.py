@@ -184,7 +184,7 @@ class Codec:
         )
         # (An empty item drops out of the frame, whose count then refuses it.)
         framed = b"".join((header, *filter(None, map(_DATA, raw)), _SENTINEL))
-        values = checked_msgpack_loads(self._msgpack, framed)
+        values = checked_msgpack_loads(self._msgpack, framed, self.serde)
         if not isinstance(values, list) or len(values) != count or values[-1] != _SENTINEL_VALUE:
             raise ValueError("an item's bytes are not exactly one msgpack object (it would read as another)")
         values.pop()

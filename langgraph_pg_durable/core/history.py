@@ -31,7 +31,7 @@ from .decode import (
     unpack_writes,
     value_named,
 )
-from .keys import checkpoint_id_of, parse_config
+from .keys import before_checkpoint_id, parse_config
 from .metadata import filter_for_sql, filter_needs_recheck, load_metadata, metadata_contains
 from .offload import ObjectRef
 
@@ -113,11 +113,10 @@ class HistoryScan:
             self.params["filter"] = filter_for_sql(self.filter)
         if before is not None:
             # Read for its checkpoint id alone, as the official saver does: LangGraph passes
-            # a `before` of a subgraph's checkpoint with no thread_id in it. Without an id
-            # nothing is before it (the official saver compares with NULL).
-            before_id = checkpoint_id_of(before, "before")
-            if before_id is None:
-                self.done = True
+            # a `before` of a subgraph's checkpoint with no thread_id in it, and the Agent
+            # Server passes the id at the top level. A `before` naming no id is refused
+            # (the official saver compares with NULL and returns an empty page).
+            before_id = before_checkpoint_id(before)
             wheres.append("checkpoint_id < %(before_id)s")
             self.params["before_id"] = before_id
         self.base_where = wheres

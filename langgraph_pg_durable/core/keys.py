@@ -92,6 +92,21 @@ def checkpoint_id_of(config: RunnableConfig, what: str) -> str | None:
     return id_text(checkpoint_id, f"{what}['configurable']['checkpoint_id']") if checkpoint_id else None
 
 
+def before_checkpoint_id(before: RunnableConfig) -> str:
+    """The checkpoint id of `list(before=...)`: under `configurable`, or at the top level
+    (the Agent Server's form); a `before` naming none is a ConfigError, not an empty page."""
+    checkpoint_id = checkpoint_id_of(before, "before")
+    top_level: Any = before.get("checkpoint_id") if isinstance(before, Mapping) else None
+    if checkpoint_id is None and top_level:
+        checkpoint_id = id_text(top_level, "before['checkpoint_id']")
+    if checkpoint_id is None:
+        raise ConfigError(
+            "before names no checkpoint: pass {'configurable': {'checkpoint_id': ...}} (or a top-level 'checkpoint_id'), "
+            f"got {shown(before, 120) if not isinstance(before, Mapping) else sorted(map(str, before))}"
+        )
+    return checkpoint_id
+
+
 LEGACY_VERSION_DIGITS = 20  # versions before 0.2: 20 decimal digits, a dot, 16 hex digits
 VERSION_DIGITS = 8  # hex digits of the version number: 4 billion versions of a channel
 

@@ -2,10 +2,11 @@
 
 LangGraph's `JsonPlusSerializer` imports and calls whatever a stored msgpack ext names
 unless it is given an allowlist; with one, a blocked type is returned as its raw data,
-silently. The saver's default is that strict allowlist (the types LangGraph and
-LangChain need, plus the caller's `allowed_types`), and every decode of a stored value
-refuses a blocked type outright, so a planted row runs nothing and reads back as an
-error instead of as other data.
+silently. The saver's default, `DurableSerializer`, rebuilds only what `type_policy.py`
+allows (LangGraph's and LangChain's types, the caller's `allowed_types`, data types of
+imported modules), refuses on write a value it would not read back, and every decode of
+a stored value refuses a blocked type outright, so a planted row runs nothing and reads
+back as an error instead of as other data.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import ormsgpack
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer, _create_msgpack_ext_hook
+from langgraph.checkpoint.serde import _msgpack as lg_msgpack
 
 from ..errors import ConfigError
+from .type_policy import TypeKey, TypePolicy, refused_names, type_keys
 
 AllowedType = type | tuple[str, ...]
 BLOCKED_EVENTS = frozenset({"msgpack_blocked", "msgpack_method_blocked"})
@@ -69,26 +72,26 @@ def checked_loads(serde: SerializerProtocol, typed: tuple[str, bytes]) -> Any:
             f"it is not encrypted (type {typed[0]!r}) though the saver's serializer encrypts; a row written "
             "before encryption was turned on reads with accept_plaintext=True"
         )
-    return _refusing_blocked(serde.loads_typed, typed)
+    return _refusing_blocked(serde.loads_typed, typed, serde)
 
 
 def msgpack_loader(serde: SerializerProtocol) -> Callable[[bytes], Any] | None:
     """What `JsonPlusSerializer.loads_typed` does with a "msgpack" value, as one C call
     (ormsgpack with the serializer's ext hook, so its allowlist), for `checked_msgpack_loads`.
     None for any other serializer, or one without that hook."""
-    hook = getattr(serde, "_unpack_ext_hook", None) if type(serde) is JsonPlusSerializer else None
+    hook = getattr(serde, "_unpack_ext_hook", None) if type(serde) in (JsonPlusSerializer, DurableSerializer) else None
     if hook is None:
         return None
     return functools.partial(ormsgpack.unpackb, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
 
 
-def checked_msgpack_loads(load: Callable[[bytes], Any], data: bytes) -> Any:
-    """`load(data)` with a `msgpack_loader` (one batch of items, framed as an array); a
-    blocked type raises BlockedTypeError, as in `checked_loads`."""
-    return _refusing_blocked(load, data)
+def checked_msgpack_loads(load: Callable[[bytes], Any], data: bytes, serde: SerializerProtocol | None = None) -> Any:
+    """`load(data)` with a `msgpack_loader` of `serde` (one batch of items, framed as an
+    array); a blocked type raises BlockedTypeError, as in `checked_loads`."""
+    return _refusing_blocked(load, data, serde)
 
 
-def _refusing_blocked(decode: Callable[[Any], Any], data: Any) -> Any:
+def _refusing_blocked(decode: Callable[[Any], Any], data: Any, serde: Any = None) -> Any:
     outer = getattr(_decoding, "blocked", None)
     seen: list[SerdeEvent] = []
     _decoding.blocked = seen
@@ -98,18 +101,71 @@ def _refusing_blocked(decode: Callable[[Any], Any], data: Any) -> Any:
         _decoding.blocked = outer
     if seen:
         event = seen[0]
-        name = ".".join(filter(None, (event.get("module"), event.get("name"), event.get("method"))))
+        name = ".".join(filter(None, (str(event.get("module")), str(event.get("name")), event.get("method"))))
+        policy = getattr(getattr(serde, "serde", serde), "policy", None)
+        reason = None
+        if isinstance(policy, TypePolicy) and not event.get("method"):
+            reason = policy.refusal((str(event.get("module")), str(event.get("name"))))
         raise BlockedTypeError(
-            f"it names {name}, which the serializer's allowlist does not hold, and was not decoded "
-            "(a type of your own: pass allowed_types=[...] to the saver)"
+            f"it names {name}, which was not decoded: {reason or 'the serializer allowlist does not hold it'} "
+            "(a type of your own: pass allowed_types=[...] to the saver; lgpd takes --allow-type module:Name)"
         )
     return value
 
 
-def default_serializer(allowed_types: Iterable[AllowedType] = ()) -> JsonPlusSerializer:
-    """LangGraph's serializer with its strict msgpack allowlist, plus `allowed_types`."""
-    serde: JsonPlusSerializer = with_allowed_types(JsonPlusSerializer(allowed_msgpack_modules=None), allowed_types)
-    return serde
+class UnreadableTypeError(TypeError):
+    """A value holds a class the serializer would refuse to rebuild on read: not stored."""
+
+
+class DurableSerializer(JsonPlusSerializer):
+    """LangGraph's serializer with the saver's type policy (see type_policy.py).
+
+    Reads rebuild LangGraph's and LangChain's types, `allowed_types`, and (unless `strict`)
+    any data type of an already-imported module; anything else a stored value names is
+    blocked, and `checked_loads` turns that into an error. Writes refuse a value holding a
+    class its read would block, so no thread is wedged by its own data. `strict` keeps the
+    allowlist alone, as `LANGGRAPH_STRICT_MSGPACK=true` does for LangGraph's serializer.
+    """
+
+    def __init__(self, allowed_types: Iterable[AllowedType] = (), *, strict: bool | None = None) -> None:
+        super().__init__(allowed_msgpack_modules=None)
+        self.strict = lg_msgpack.STRICT_MSGPACK_ENABLED if strict is None else strict
+        self.policy = TypePolicy(_keys(allowed_types), data_types=not self.strict)
+        # LangGraph's own ext hook, asking the policy where it would ask its allowlist.
+        self._unpack_ext_hook = _create_msgpack_ext_hook(self.policy)  # type: ignore[arg-type]
+
+    def with_msgpack_allowlist(self, extra_allowlist: Iterable[tuple[str, ...] | type]) -> DurableSerializer:
+        """This serializer with more types allowed (LangGraph's strict mode adds a graph's
+        state types here)."""
+        extra = set(_keys(extra_allowlist)) - self.policy.allowed
+        if not extra:
+            return self
+        return DurableSerializer([*self.policy.allowed, *extra], strict=self.strict)
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        type_, data = super().dumps_typed(obj)
+        if type_ == "msgpack":
+            refused = refused_names(data, self.policy)
+            if refused:
+                name, reason = refused[0]
+                raise UnreadableTypeError(
+                    f"it holds a {name}, which would not be read back ({reason}); "
+                    f"pass allowed_types=[{name.rsplit('.', 1)[-1]}] (or ({name.rsplit('.', 1)[0]!r}, "
+                    f"{name.rsplit('.', 1)[-1]!r})) to the saver to store it"
+                )
+        return type_, data
+
+
+def _keys(entries: Iterable[Any]) -> list[TypeKey]:
+    try:
+        return type_keys(entries, lambda entry: f"allowed_types takes classes or (module, name) tuples, got {entry!r}")
+    except TypeError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def default_serializer(allowed_types: Iterable[AllowedType] = (), *, strict: bool | None = None) -> DurableSerializer:
+    """The saver's serializer when none is given: `DurableSerializer`."""
+    return DurableSerializer(allowed_types, strict=strict)
 
 
 def with_allowed_types(serde: Any, allowed_types: Iterable[AllowedType]) -> Any:
@@ -118,11 +174,7 @@ def with_allowed_types(serde: Any, allowed_types: Iterable[AllowedType]) -> Any:
     extra = list(allowed_types)
     if not extra:
         return serde
-    for entry in extra:
-        if not isinstance(entry, type) and not (
-            isinstance(entry, tuple) and len(entry) >= 2 and all(isinstance(part, str) for part in entry)
-        ):
-            raise ConfigError(f"allowed_types takes classes or (module, name) tuples, got {entry!r}")
+    _keys(extra)
     if isinstance(serde, JsonPlusSerializer):
         return serde.with_msgpack_allowlist(extra)
     if isinstance(serde, EncryptedSerializer) and isinstance(serde.serde, JsonPlusSerializer):

@@ -15,7 +15,7 @@ from psycopg import sql
 from psycopg.rows import dict_row, namedtuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
+from langgraph_pg_durable import AsyncDurablePostgresSaver, ConfigError, DurablePostgresSaver
 from langgraph_pg_durable.core.actions import NULL_TASK_ID
 
 # Every case runs through both write paths: the statements, and the write functions (as on Citus).
@@ -132,13 +132,16 @@ def test_before_is_read_for_its_checkpoint_id_alone(pg_dsn: str, schema_name: st
         before = {"configurable": {"checkpoint_id": newest}}
         on_thread = [t.config for t in saver.list({"configurable": {"thread_id": "t"}}, before=before)]
         everywhere = {t.config["configurable"]["checkpoint_id"] for t in saver.list(None, before=before)}
-        # Without a checkpoint id nothing is before it, as with the official saver.
-        nothing = list(saver.list({"configurable": {"thread_id": "t"}}, before={"configurable": {}}))
+        # The Agent Server passes the id at the top level of `before`.
+        top_level = [t.config for t in saver.list({"configurable": {"thread_id": "t"}}, before={"checkpoint_id": newest})]  # type: ignore[typeddict-unknown-key]
+        # Without a checkpoint id it is an error naming `before`, not an empty page (the
+        # official saver compares with NULL and lists nothing).
+        with pytest.raises(ConfigError, match=r"^before names no checkpoint"):
+            list(saver.list({"configurable": {"thread_id": "t"}}, before={"configurable": {}}))
         # An empty config lists every thread, as with the official saver.
         every_thread = list(saver.list({}))
-    assert on_thread == configs[:2][::-1]
+    assert on_thread == top_level == configs[:2][::-1]
     assert everywhere == {c["configurable"]["checkpoint_id"] for c in [*configs, *other] if c["configurable"]["checkpoint_id"] < newest}
-    assert nothing == []
     assert len(every_thread) == 6
 
 

@@ -226,6 +226,17 @@ def test_a_filter_and_before_add_their_fragments() -> None:
     assert not history.done
 
 
+def test_before_takes_a_top_level_checkpoint_id_as_the_agent_server_passes_it() -> None:
+    history = scan({"configurable": {"thread_id": "t"}}, before={"checkpoint_id": "c5"})
+    assert history.page_params()["before_id"] == "c5" and not history.done
+
+
+@pytest.mark.parametrize("before", [{}, {"configurable": {}}, {"configurable": {"thread_id": "t"}}, {"checkpoint_id": ""}])
+def test_a_before_naming_no_checkpoint_is_refused_naming_before(before: Any) -> None:
+    with pytest.raises(ConfigError, match=r"^before names no checkpoint"):
+        scan({"configurable": {"thread_id": "t"}}, before=before)
+
+
 def test_a_config_with_a_checkpoint_id_reads_that_checkpoint() -> None:
     history = scan(config("c3"))
     assert history.page_where() == (
@@ -238,11 +249,6 @@ def test_before_a_subgraphs_checkpoint_needs_no_thread() -> None:
     history = scan(None, before={"configurable": {"checkpoint_id": "c5", "checkpoint_ns": "sub:1"}})
     assert history.page_where() == "WHERE checkpoint_id < %(before_id)s"
     assert not history.done
-
-
-@pytest.mark.parametrize("before", [{}, {"configurable": {"thread_id": "t"}}, {"configurable": {"checkpoint_id": ""}}])
-def test_before_without_a_checkpoint_id_makes_the_scan_done(before: dict[str, Any]) -> None:
-    assert scan({"configurable": {"thread_id": "t"}}, before=before).done
 
 
 # -- take_page ---------------------------------------------------------------------------------
