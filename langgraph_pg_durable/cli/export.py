@@ -21,6 +21,7 @@ from .filters import import_attribute, metadata_filter, moment
 from .listing import SinceOption, WhereOption
 from .maintain import NoProgress, ThreadsOption
 from .render import plain, progress
+from .state import values_of
 from .target import Target
 from .training import Invalid, Redactor, fingerprint, in_training, line_for, recheck
 
@@ -205,7 +206,7 @@ def export(
                     found = checkpoint_id and saver.get_tuple(
                         {"configurable": {"thread_id": thread.thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
                     )
-                    messages = (found.checkpoint["channel_values"].get("messages") if found else None) or []
+                    messages = (values_of(saver, found).get("messages") if found else None) or []
                     try:
                         line = redactor(
                             plain(

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..core.steps import StepRecord
 from ..errors import shown
+from .state import checkpoint_config, state_at, values_of
 from .state_diff import StateDiff, diff_states
 from .step_view import step_view
 
@@ -40,17 +41,14 @@ def read_step_view(saver: Any, record: StepRecord, *, full: bool = False) -> dic
     actions = saver.list_actions(thread_id=thread, run_id=record.run_id) if record.run_id else saver.list_actions(thread_id=thread)
     parent = found = None
     if record.parent_checkpoint_id:
-        config = {"configurable": {"thread_id": thread, "checkpoint_ns": namespace, "checkpoint_id": record.parent_checkpoint_id}}
-        found = saver.get_tuple(config)
-        parent = found.checkpoint["channel_values"] if found is not None else None
+        found = saver.get_tuple(checkpoint_config(thread, namespace, record.parent_checkpoint_id))
+        parent = values_of(saver, found) if found is not None else None
     return step_view(record, actions, parent, full_writes=found.pending_writes if full and found is not None else None)
 
 
 def state_of(saver: Any, thread: str, namespace: str, checkpoint_id: str) -> dict[str, Any]:
-    found = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": namespace, "checkpoint_id": checkpoint_id}})
-    if found is None:
-        raise LookupError(f"thread {shown(thread)} has no checkpoint {shown(checkpoint_id)}")
-    return dict(found.checkpoint["channel_values"])
+    """The state at a checkpoint, as LangGraph loads it (`state.values_of`)."""
+    return state_at(saver, thread, namespace, checkpoint_id)
 
 
 def read_diff(
