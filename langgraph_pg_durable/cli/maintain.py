@@ -150,12 +150,13 @@ def import_official_command(
     no_progress: NoProgress = False,
 ) -> None:
     """Copy threads from the official langgraph-checkpoint-postgres tables into ours
-    (writes), then check they read back equal. Run it again after an interruption:
-    complete threads are skipped."""
+    (writes; a schema not there yet is created, as `lgpd setup` does), then check they read
+    back equal. Run it again after an interruption: complete threads are skipped."""
     from ..importer import import_official
 
     target: Target = ctx.obj
-    with target.saver() as saver, progress("import", enabled=not no_progress) as advance:
+    with target.saver(need_schema=False) as saver, progress("import", enabled=not no_progress) as advance:
+        saver.setup()  # it writes anyway: the schema it writes to is made or brought up to date first
         try:
             report = import_official(
                 from_dsn, saver, source_schema=from_schema, thread_ids=threads, verify=verify, on_thread=lambda _t, _i: advance(1)

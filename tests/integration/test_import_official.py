@@ -109,3 +109,19 @@ def test_lgpd_import_official(pg_dsn: str, official: str, schema_name: str, ours
         app, ["--dsn", pg_dsn, "--schema", schema_name, "import-official", "--from-dsn", pg_dsn, "--from-schema", "nope"]
     )
     assert missing.exit_code == 2 and "schema 'nope' of the source has no official checkpoints table" in missing.output
+
+
+def test_lgpd_import_official_into_a_database_with_no_schema_yet_creates_it(pg_dsn: str, official: str, schema_name: str) -> None:
+    fresh = f"{schema_name}_new"
+    try:
+        run = CliRunner().invoke(
+            app,
+            ["--dsn", pg_dsn, "--schema", fresh, "import-official", "--from-dsn", pg_dsn, "--from-schema", official, "--thread", "calc-1"],
+        )
+        assert run.exit_code == 0, run.output
+        assert "verified: every imported thread reads back equal" in run.stdout
+        with DurablePostgresSaver.from_conn_string(pg_dsn, schema=fresh) as saver:
+            assert [t.thread_id for t in saver.list_threads()] == ["calc-1"]
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(fresh)))
