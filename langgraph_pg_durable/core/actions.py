@@ -133,7 +133,7 @@ def describe(
         elif channel == _RESUME:
             payload["resume"] = readable(value)
         elif channel == _TASKS:
-            payload.setdefault("sends", []).append(readable(value))
+            payload.setdefault("sends", []).append(_send(value))
         elif channel in _INTERNAL:
             continue
         elif channel.startswith(_BRANCH):
@@ -160,6 +160,22 @@ def describe(
     if encrypted:
         payload = {MARKER: "encrypted"}
     return Action(agent, action_type, dump_json(payload), idx)
+
+
+def _send(send: Any) -> Any:
+    """A Send as the log keeps it. A ToolNode's Send (`create_react_agent`) carries the tool
+    call and the whole state it hands the tool: the state is named by its channels, not
+    copied, so a row is bounded by what the task added, not by the conversation so far."""
+    arg = getattr(send, "arg", None)
+    if isinstance(arg, Mapping) and "tool_call" in arg and "state" in arg:
+        state = arg["state"]
+        named = (
+            {MARKER: "state", "channels": sorted(map(_key, state))}
+            if isinstance(state, Mapping)
+            else {MARKER: "state", "type": _type_name(state)}
+        )
+        return {"node": readable(getattr(send, "node", None)), "arg": readable({**arg, "state": named})}
+    return readable(send)
 
 
 def _put(state: dict[str, Any], repeated: list[str], channel: str, value: Any) -> None:

@@ -113,6 +113,23 @@ def test_values_without_a_json_form_are_markers_never_cut_silently() -> None:
     assert MARKER in json.dumps(readable(nested))
 
 
+def test_a_tool_nodes_send_names_the_state_it_hands_the_tool_and_does_not_copy_it() -> None:
+    conversation = {"messages": [AIMessage("x" * 10_000, id=str(i)) for i in range(20)], "remaining_steps": 5}
+    call = {"name": "search", "args": {"q": "oslo"}, "id": "c1", "type": "tool_call"}
+    arg = {"__type": "tool_call_with_context", "tool_call": call, "state": conversation}
+    _, out = payload([("__pregel_tasks", Send("tools", arg))])
+    assert out["sends"] == [
+        {
+            "node": "tools",
+            "arg": {
+                "__type": "tool_call_with_context",
+                "tool_call": call,
+                "state": {MARKER: "state", "channels": ["messages", "remaining_steps"]},
+            },
+        }
+    ]
+
+
 def test_errors_interrupts_sends_and_repeated_channels_keep_everything() -> None:
     try:
         raise KeyError("missing")
