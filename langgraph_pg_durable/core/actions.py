@@ -32,11 +32,13 @@ ACTION_TYPES = ("error", "interrupt", "tool_call", "llm_call", "observation", "h
 
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # writes of the caller (Command, resume)
 INPUT_AGENT = "__input__"  # the agent of the caller's writes
+UPDATE_AGENT = "__update__"  # the agent of an update_state edit
 _START = "__start__"  # the node that takes a graph's input
 _ERROR, _INTERRUPT, _RESUME, _TASKS = "__error__", "__interrupt__", "__resume__", "__pregel_tasks"
 _BRANCH = "branch:to:"
 _INTERNAL = frozenset({"__no_writes__"})  # LangGraph's marker of a task that wrote nothing
 _PULL, _PUSH = "~__pregel_pull, ", "~__pregel_push, "
+_UPDATE = "~__interrupt__, "  # the task path LangGraph gives the writes of update_state (its as_node is not passed on)
 MARKER = "$lgpd"  # the key of a marker object: {"$lgpd": "bytes", "size": 12}
 _ROLES = frozenset({"human", "user", "ai", "assistant", "system", "developer", "tool", "function"})
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -64,6 +66,8 @@ def agent_name(checkpoint_ns: str, task_id: str, task_path: str, sends: Sequence
     """
     if task_id == NULL_TASK_ID:
         node = INPUT_AGENT
+    elif task_path.startswith(_UPDATE):
+        node = UPDATE_AGENT
     elif task_path.startswith(_PULL):
         node = task_path[len(_PULL) :]
     elif task_path.startswith(_PUSH):
@@ -144,8 +148,8 @@ def describe(
                 kinds.add(_message_kind(message))
         else:
             _put(state, repeated, channel, readable(value))
-    if task_id == NULL_TASK_ID or (task_path == _PULL + _START and not checkpoint_ns):
-        action_type = "human"  # the caller's input, its Command, or a resume value
+    if task_id == NULL_TASK_ID or task_path.startswith(_UPDATE) or (task_path == _PULL + _START and not checkpoint_ns):
+        action_type = "human"  # the caller's input, its Command, a resume value, or an update_state edit
     elif task_path == _PULL + _START:
         action_type = "decision"  # what a parent graph handed its subgraph
     else:

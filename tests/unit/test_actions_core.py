@@ -35,6 +35,14 @@ def test_agents_are_named_by_node_subgraph_path_and_send_target() -> None:
     assert agent_name("", "t", "", None) == "__unknown__"
 
 
+def test_an_update_state_edit_is_a_human_edit_by_update_whatever_it_wrote() -> None:
+    # LangGraph gives update_state's writes the task path (INTERRUPT, i) and does not pass its as_node on.
+    ai_call = AIMessage("", tool_calls=[{"id": "c", "name": "f", "args": {"city": "Oslo"}}])
+    edit = describe([("messages", [ai_call])], checkpoint_ns="", task_id="t9", task_path="~__interrupt__, 0000000000")
+    assert (edit.agent, edit.action_type) == ("__update__", "human")
+    assert agent_name("sub:1", "t9", "~__interrupt__, 0000000000", None) == "sub/__update__"
+
+
 def test_the_most_specific_kind_wins() -> None:
     ai_call = AIMessage("", tool_calls=[{"id": "c", "name": "f", "args": {}}])
     assert payload([("messages", [AIMessage("hi")])])[0] == "llm_call"
