@@ -124,7 +124,8 @@ class DurableSerializer(JsonPlusSerializer):
     any data type of an already-imported module; anything else a stored value names is
     blocked, and `checked_loads` turns that into an error. Writes refuse a value holding a
     class its read would block, so no thread is wedged by its own data. `strict` keeps the
-    allowlist alone, as `LANGGRAPH_STRICT_MSGPACK=true` does for LangGraph's serializer.
+    allowlist alone, as `LANGGRAPH_STRICT_MSGPACK=true` does for LangGraph's serializer, and
+    checks reads only, as LangGraph's strict mode does.
     """
 
     def __init__(self, allowed_types: Iterable[AllowedType] = (), *, strict: bool | None = None) -> None:
@@ -144,7 +145,9 @@ class DurableSerializer(JsonPlusSerializer):
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         type_, data = super().dumps_typed(obj)
-        if type_ == "msgpack":
+        # Strict mode's allowlist grows as LangGraph meets a graph's types (interrupt and
+        # resume schemas after their values are written): its writes are not checked.
+        if type_ == "msgpack" and not self.strict:
             refused = refused_names(data, self.policy)
             if refused:
                 name, reason = refused[0]
