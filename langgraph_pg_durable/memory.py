@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .core.codec import is_compressed, unpacked
@@ -341,3 +341,79 @@ class CheckpointNotes:
     def get(self, thread_id: str, ns: str, checkpoint_id: str) -> tuple[int | None, tuple[str, ...]] | None:
         with self._lock:
             return self._notes.get((thread_id, ns, checkpoint_id))
+
+
+class MessageMemory:
+    """The messages the action log takes as already in a channel when a task writes them
+    again (`core.actions.describe`), by id: those a recent checkpoint's message lists held
+    (a checkpoint this saver stored or read: exact, as the task was handed them), and those a
+    lane's pending writes held, each with the earliest checkpoint a write of it went to, in
+    its latest written form: a message counts for the tasks of later checkpoints only (ids
+    sort by time), so a task sending its writes again, or late, is not taken to re-write
+    itself. The second covers the channels a checkpoint does not carry (a DeltaChannel's).
+    The messages are the graph's own objects, held, not copied. Bounded; a message it does
+    not know is taken as new, as if the saver had just started."""
+
+    def __init__(self, max_checkpoints: int = 64, max_lanes: int = 256, max_ids_per_lane: int = 1 << 16) -> None:
+        self._held: OrderedDict[tuple[str, str, str], Mapping[str, Any]] = OrderedDict()
+        self._written: OrderedDict[tuple[str, str], dict[str, tuple[str, Any]]] = OrderedDict()
+        self._max_checkpoints = max_checkpoints
+        self._max_lanes = max_lanes
+        self._max_ids = max_ids_per_lane
+        self._lock = threading.Lock()
+
+    def hold(self, thread_id: str, ns: str, checkpoint_id: str, messages: Mapping[str, Any]) -> None:
+        """The messages (by id) a checkpoint's channels hold."""
+        if not messages:
+            return
+        with self._lock:
+            self._held[(thread_id, ns, checkpoint_id)] = messages
+            self._held.move_to_end((thread_id, ns, checkpoint_id))
+            while len(self._held) > self._max_checkpoints:
+                self._held.popitem(last=False)
+
+    def wrote(self, thread_id: str, ns: str, checkpoint_id: str, messages: Mapping[str, Any]) -> None:
+        """The messages (by id) a task's writes to a checkpoint held."""
+        if not messages:
+            return
+        with self._lock:
+            lane = self._written.setdefault((thread_id, ns), {})
+            self._written.move_to_end((thread_id, ns))
+            for message_id, message in messages.items():
+                first = lane.get(message_id)
+                lane[message_id] = (checkpoint_id if first is None else min(first[0], checkpoint_id), message)
+            while len(lane) > self._max_ids:
+                del lane[next(iter(lane))]
+            while len(self._written) > self._max_lanes:
+                self._written.popitem(last=False)
+
+    def prior(
+        self, thread_id: str, ns: str, checkpoint_id: str, ids: Iterable[str], parents: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Those of `ids`, written by a task to the checkpoint, that were there before it,
+        each with the message it was. In a subgraph, the messages its parent graphs' tasks
+        were handed (`parents`: namespace to checkpoint id, LangGraph's `checkpoint_map`)
+        count too: a subgraph's input is not its own work."""
+        at = [(ns, checkpoint_id), *((p_ns, p_id) for p_ns, p_id in (parents or {}).items() if p_ns != ns)]
+        with self._lock:
+            sources = [(self._held.get((thread_id, a_ns, a_id), {}), self._written.get((thread_id, a_ns), {}), a_id) for a_ns, a_id in at]
+            out: dict[str, Any] = {}
+            for message_id in ids:
+                for held, lane, before in sources:
+                    if message_id in held:
+                        out[message_id] = held[message_id]
+                        break
+                    entry = lane.get(message_id)
+                    if entry is not None and entry[0] < before:
+                        out[message_id] = entry[1]
+                        break
+            return out
+
+    def forget_threads(self, thread_ids: Sequence[str]) -> None:
+        """Drop what is known of deleted threads (their ids may come back as new)."""
+        gone = set(thread_ids)
+        with self._lock:
+            for key in [k for k in self._held if k[0] in gone]:
+                del self._held[key]
+            for lane_key in [k for k in self._written if k[0] in gone]:
+                del self._written[lane_key]

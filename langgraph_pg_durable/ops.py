@@ -28,14 +28,14 @@ from .core.codec import Codec, load_json
 from .core.decode import DETAIL_REFS, CheckpointRow
 from .core.delta_history import DeltaWalk, replay_ancestors
 from .core.durability import Durability, check_synchronous_commit
-from .core.actions import send_nodes
-from .core.backfill import CheckpointFacts, WriteFacts, decoded_for_backfill, store_params, thread_backfill
+from .core.actions import held_messages, send_nodes, written_messages
+from .core.backfill import CheckpointFacts, Decoded, WriteFacts, decoded_for_backfill, store_params, thread_backfill
 from .core.encode import PACKED_WRITES_TYPE
 from .core.history import HistoryScan
 from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
 from .core.steps import StepRecord, StepScan
 from .core.threads import ThreadRecord, ThreadScan
-from .core.keys import CheckpointKey, id_text, next_version, parse_config
+from .core.keys import CHECKPOINT_MAP, CheckpointKey, id_text, next_version, parse_config
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ListPolicy, ListState
 from .core.offload import DEFAULT_THRESHOLD, ObjectRef, Placement, attach, check_reference, validate_prefix
 from .core.plan import Plan, Query
@@ -43,7 +43,7 @@ from .core.runs import caller_run_id, invocation_of, new_run_id
 from .core.safe_serde import AllowedType, default_serializer, with_allowed_types
 from .core.safe_serde import accept_plaintext as accept_plaintext_rows
 from .errors import ConfigError, HistoryRewoundError, shown
-from .memory import DEFAULT_ITEM_CACHE_BYTES, CheckpointNotes, ItemCache, ListMemory, RecentDigests, RunRegistry
+from .memory import DEFAULT_ITEM_CACHE_BYTES, CheckpointNotes, ItemCache, ListMemory, MessageMemory, RecentDigests, RunRegistry
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, gc_cutoff, open_store
 from .retry import RetryPolicy
 from .sql.logs import ThreadNeed
@@ -167,6 +167,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         self.memory = ListMemory()
         self.runs = RunRegistry()
         self.notes = CheckpointNotes()
+        self.messages = MessageMemory()
         self.items = ItemCache(list_cache_bytes)
         store = open_store(object_store, object_store_options)
         self.objects = (
@@ -229,15 +230,26 @@ class SaverCore(BaseCheckpointSaver[str]):
         step = metadata.get("step") if isinstance(metadata, Mapping) else None
         step = step if isinstance(step, int) and not isinstance(step, bool) else None
         self.notes.note(thread_id, ns, checkpoint["id"], step, send_nodes(checkpoint))
+        if self.action_log:
+            values = checkpoint.get("channel_values")
+            if isinstance(values, Mapping):
+                self.messages.hold(thread_id, ns, checkpoint["id"], held_messages(values))
 
-    def _task_log(self, config: RunnableConfig) -> encode.TaskLog | None:
-        """What the action row of a put_writes to `config`'s checkpoint needs (None: log off)."""
+    def _task_log(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]]) -> encode.TaskLog | None:
+        """What the action row of a put_writes to `config`'s checkpoint needs (None: log off),
+        the messages of `writes` taken as known from then on."""
         if not self.action_log:
             return None
         key = parse_config(config, need_checkpoint_id=True)
         note = self.notes.get(key.thread_id, key.checkpoint_ns, key.checkpoint_id or "")
         step = note[0] + 1 if note is not None and note[0] is not None else None
-        return encode.TaskLog(self._run_of(config), step, note[1] if note is not None else None)
+        written = written_messages(writes)
+        at = (key.thread_id, key.checkpoint_ns, key.checkpoint_id or "")
+        parents = config.get("configurable", {}).get(CHECKPOINT_MAP) if key.checkpoint_ns else None
+        parents = {k: v for k, v in parents.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(parents, Mapping) else None
+        prior = self.messages.prior(*at, written, parents) if written else None
+        self.messages.wrote(*at, written)
+        return encode.TaskLog(self._run_of(config), step, note[1] if note is not None else None, prior)
 
     # -- Query builders ---------------------------------------------------------------
 
@@ -325,7 +337,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             parse_config(config, need_checkpoint_id=True)
             return
         built = encode.put_writes_params(
-            self.codec, config, writes, task_id, task_path, self.placement, self.lists, self.memory, self._task_log(config)
+            self.codec, config, writes, task_id, task_path, self.placement, self.lists, self.memory, self._task_log(config, writes)
         )
         params = built.params
         where = f"put_writes of task {shown(task_id)} on thread {shown(params['thread_id'])}"
@@ -497,7 +509,8 @@ class SaverCore(BaseCheckpointSaver[str]):
             {"thread_id": thread_id, "packed_type": PACKED_WRITES_TYPE},
             lambda rows: [WriteFacts(*r) for r in rows],
         )
-        decoded = {}
+        decoded: dict[tuple[str, str], Decoded] = {}
+        wanted: dict[tuple[str, str], set[str]] = {}  # message ids a subgraph's tasks wrote, by parent checkpoint
         scan = self._history_scan({"configurable": {"thread_id": thread_id}}, None, None, None)
         while not scan.done:
             page = yield self._page_query(scan)
@@ -506,7 +519,11 @@ class SaverCore(BaseCheckpointSaver[str]):
             for found in (yield self._details_query(scan, page)):
                 configurable = found.config["configurable"]
                 key = (configurable["checkpoint_ns"], configurable["checkpoint_id"])
-                decoded[key] = decoded_for_backfill(found.checkpoint, found.pending_writes or [])
+                read = decoded_for_backfill(found.checkpoint, found.pending_writes or [], found.metadata, wanted.pop(key, ()))
+                decoded[key] = read
+                for parent in (read.parents or {}).items():
+                    if read.written_ids and parent[0] != key[0]:
+                        wanted.setdefault(parent, set()).update(read.written_ids)
         built = thread_backfill(facts, writes, decoded, encrypted=self.codec.encrypted)
         yield Query(where, self.sql.backfill_store, store_params(thread_id, built), locks=self._locks([thread_id]))
 
@@ -571,6 +588,7 @@ class SaverCore(BaseCheckpointSaver[str]):
 
         def forget(fetched: Sequence[Any]) -> None:
             self.memory.forget_threads(thread_ids)
+            self.messages.forget_threads(thread_ids)
 
         return forget
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import BaseMessage, convert_to_openai_messages
+from langchain_core.messages import BaseMessage, ToolMessage, convert_to_openai_messages
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 
 from .codec import dump_json
@@ -108,8 +108,17 @@ def describe(
     sends: Sequence[str] | None = None,
     offloaded: Mapping[int, tuple[str, int]] | None = None,
     encrypted: bool = False,
+    prior_messages: Mapping[str, Any] | None = None,
 ) -> Action:
     """The action of a task that wrote `writes`.
+
+    A task is typed and shown by what is new in its writes. A message whose id is in
+    `prior_messages` (already in the channel the task was handed, mapped to what it was)
+    is not new work and does not type the task: changed, it goes under `rewritten` (the
+    message `HumanInTheLoopMiddleware` writes back with the reviewer's edit is a decision,
+    not a second tool call); unchanged, it is only counted (`unchanged`), so an agent
+    subgraph that returns the whole conversation is typed and shown by its own reply, and
+    its row does not grow with the conversation.
 
     `offloaded` maps the position of a write stored in the object store to its (key,
     size): its payload is a marker. With `encrypted`, the payload says so and holds
@@ -119,6 +128,9 @@ def describe(
     kinds: set[str] = set()
     payload: dict[str, Any] = {}
     messages: list[Any] = []
+    rewritten: list[Any] = []
+    unchanged = 0
+    prior = prior_messages or {}
     state: dict[str, Any] = {}
     repeated: list[str] = []
     offloaded = offloaded or {}
@@ -144,8 +156,14 @@ def describe(
             payload.setdefault("goto", []).append(channel[len(_BRANCH) :])
         elif (found := as_messages(channel, value)) is not None:
             for message in found:
-                messages.append(message_json(message))
-                kinds.add(_message_kind(message))
+                message_id = _message_id(message) if prior else None
+                if message_id is None or message_id not in prior:
+                    messages.append(message_json(message))
+                    kinds.add(_message_kind(message))
+                elif _same(message, prior[message_id]):
+                    unchanged += 1
+                else:
+                    rewritten.append(message_json(message))
         else:
             _put(state, repeated, channel, readable(value))
     if task_id == NULL_TASK_ID or task_path.startswith(_UPDATE) or (task_path == _PULL + _START and not checkpoint_ns):
@@ -156,6 +174,10 @@ def describe(
         action_type = next((kind for kind in ACTION_TYPES if kind in kinds), "decision")
     if messages:
         payload["messages"] = messages
+    if rewritten:
+        payload["rewritten"] = rewritten
+    if unchanged:
+        payload["unchanged"] = unchanged
     if state:
         payload["state"] = state
     if repeated:
@@ -209,6 +231,43 @@ def as_messages(channel: str, value: Any) -> list[Any] | None:
     return None
 
 
+def _message_id(message: Any) -> str | None:
+    """The id of a message (a BaseMessage's, or a role dict's `id`), None if it has none."""
+    found = message.id if isinstance(message, BaseMessage) else message.get("id") if isinstance(message, Mapping) else None
+    return found if isinstance(found, str) else None
+
+
+def _same(message: Any, before: Any) -> bool:
+    """Whether a message written again is the message it was (an error comparing: not)."""
+    if message is before:
+        return True
+    try:
+        return bool(message == before)
+    except Exception:
+        return False
+
+
+def written_messages(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """The messages a task's writes hold that have an id, by id."""
+    out: dict[str, Any] = {}
+    for channel, value in writes:
+        for message in as_messages(channel, value) or ():
+            message_id = _message_id(message)
+            if message_id is not None:
+                out[message_id] = message
+    return out
+
+
+def held_messages(channel_values: Mapping[str, Any]) -> dict[str, BaseMessage]:
+    """The messages a checkpoint's channels hold, by id: those of every channel whose value
+    is a list of messages (a list whose first and last items are messages)."""
+    out: dict[str, BaseMessage] = {}
+    for value in channel_values.values():
+        if isinstance(value, list) and value and isinstance(value[0], BaseMessage) and isinstance(value[-1], BaseMessage):
+            out.update((m.id, m) for m in value if isinstance(m, BaseMessage) and isinstance(m.id, str))
+    return out
+
+
 def _message_like(value: Any) -> bool:
     if isinstance(value, BaseMessage):
         return True
@@ -236,6 +295,9 @@ def message_json(message: Any) -> Any:
             found = getattr(message, extra, None)
             if found:
                 out[extra] = readable(found)
+        status = getattr(message, "status", None)
+        if isinstance(message, ToolMessage) and status != "success":
+            out["status"] = readable(status)  # "error": the tool failed, or a reviewer rejected the call
     return out
 
 

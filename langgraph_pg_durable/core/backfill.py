@@ -11,13 +11,13 @@ would have written: the same agents, types, payloads, steps and times.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 
-from .actions import NULL_TASK_ID, Action, describe, run_status, send_nodes
+from .actions import NULL_TASK_ID, Action, describe, held_messages, run_status, send_nodes, written_messages
 from .arrays import Int4Array, TextArray
 from .runs import has_next_tasks, new_run_id
 
@@ -59,6 +59,11 @@ class Decoded:
 
     checkpoint: Mapping[str, Any]
     pending_writes: Sequence[tuple[str, str, Any]]  # (task_id, channel, value)
+    # The messages its channels hold, by id: of those its own tasks, or the tasks of its
+    # subgraphs, wrote again (not all: a long thread's lists would all be held at once).
+    held_messages: Mapping[str, Any] | None = None
+    parents: Mapping[str, str] | None = None  # of a subgraph's: each parent namespace's checkpoint id
+    written_ids: frozenset[str] = frozenset()  # of the messages its tasks wrote
 
 
 @dataclass(frozen=True)
@@ -158,10 +163,24 @@ def thread_backfill(
             sends=send_nodes(decoded[g.key].checkpoint),
             offloaded=g.offloaded,
             encrypted=encrypted,
+            prior_messages=_prior_messages(decoded, g.key),
         )
         step = c.step + 1 if c.step is not None else None
         actions.append(ActionRow(c.checkpoint_ns, c.checkpoint_id, g.task_id, run, step, action, g.created_at))
     return Backfill(run_ids, actions, _runs(checkpoints, run_of, actions, decoded))
+
+
+def _prior_messages(decoded: Mapping[tuple[str, str], Decoded], key: tuple[str, str]) -> dict[str, Any]:
+    """The messages a task at the checkpoint was handed: its checkpoint's, and in a
+    subgraph its parent graphs' checkpoints' (as the saver's memory has them live)."""
+    own = decoded[key]
+    out: dict[str, Any] = {}
+    for ns, checkpoint_id in (own.parents or {}).items():
+        parent = decoded.get((ns, checkpoint_id))
+        if ns != key[0] and parent is not None:
+            out.update(parent.held_messages or {})
+    out.update(own.held_messages or {})
+    return out
 
 
 def _assign_runs(checkpoints: Sequence[CheckpointFacts]) -> dict[tuple[str, str], str]:
@@ -339,10 +358,17 @@ def store_params(thread_id: str, built: Backfill) -> dict[str, Any]:
     }
 
 
-def decoded_for_backfill(checkpoint: Mapping[str, Any], pending_writes: Sequence[tuple[str, str, Any]]) -> Decoded:
+def decoded_for_backfill(
+    checkpoint: Mapping[str, Any],
+    pending_writes: Sequence[tuple[str, str, Any]],
+    metadata: Mapping[str, Any] | None = None,
+    wanted_ids: Collection[str] = (),
+) -> Decoded:
     """What the backfill keeps of a decoded checkpoint: its versions, and only the values of
     the channels that trigger nodes and of its pending Sends (not its state: a long thread's
-    lists would all be held at once)."""
+    lists would all be held at once), and of its messages those its tasks wrote again, or
+    that `wanted_ids` names (written by the tasks of its subgraphs' checkpoints, which a
+    thread's newest-first scan decodes first)."""
     seen = checkpoint.get("versions_seen") or {}
     triggers = {ch for node in seen.values() if isinstance(node, Mapping) for ch in node}
     values = {
@@ -352,4 +378,9 @@ def decoded_for_backfill(checkpoint: Mapping[str, Any], pending_writes: Sequence
     }
     kept = {k: v for k, v in checkpoint.items() if k != "channel_values"}
     kept["channel_values"] = values
-    return Decoded(kept, list(pending_writes))
+    parents = (metadata or {}).get("parents")
+    parents = {k: v for k, v in parents.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(parents, Mapping) else None
+    written = frozenset(written_messages([(channel, value) for _, channel, value in pending_writes]))
+    wanted = written | frozenset(wanted_ids)
+    held = {i: m for i, m in held_messages(checkpoint.get("channel_values") or {}).items() if i in wanted}
+    return Decoded(kept, list(pending_writes), held, parents, written)

@@ -380,11 +380,13 @@ def put_writes_params(
 class TaskLog:
     """What a task's action row needs besides its writes: its run (None: not known), the
     step it ran in (None: the statement reads it from the checkpoint), and the node of
-    each pending Send of the checkpoint it ran from (None: not known)."""
+    each pending Send of the checkpoint it ran from (None: not known), and which of the
+    messages it wrote were already in the channel, and as what (see `actions.describe`)."""
 
     run_id: str | None
     step: int | None
     sends: Sequence[str] | None
+    prior_messages: Mapping[str, Any] | None = None
 
 
 def _action_params(
@@ -405,6 +407,7 @@ def _action_params(
         sends=log.sends,
         offloaded={i: (ref.key, ref.size) for i, ref in enumerate(refs) if ref is not None},
         encrypted=codec.encrypted,
+        prior_messages=log.prior_messages,
     )
     return {
         "run_id": log.run_id,

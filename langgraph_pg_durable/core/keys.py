@@ -107,6 +107,9 @@ def before_checkpoint_id(before: RunnableConfig) -> str:
     return checkpoint_id
 
 
+# LangGraph's config key (in `configurable`) mapping each namespace a subgraph's call runs
+# under to the checkpoint id its graph is at.
+CHECKPOINT_MAP = "checkpoint_map"
 LEGACY_VERSION_DIGITS = 20  # versions before 0.2: 20 decimal digits, a dot, 16 hex digits
 VERSION_DIGITS = 8  # hex digits of the version number: 4 billion versions of a channel
 

@@ -275,7 +275,8 @@ def _first_difference(expected: list[tuple[str, Any]], got: list[tuple[str, Any]
 
 async def compare(scenario: Scenario, mode: str, dsn: str, schema: str) -> Run:
     """Run the scenario on InMemorySaver and on our saver (sync or async, as `mode` says);
-    fail at the first entry where the transcripts differ. Returns the reference run."""
+    fail at the first entry where the transcripts differ. Returns our saver's run (its
+    `dsn` and `schema` hold the tables the scenario left)."""
     async with opened(Run("memory", mode)) as reference:
         await scenario(reference)
         await reference.finish()
@@ -285,4 +286,4 @@ async def compare(scenario: Scenario, mode: str, dsn: str, schema: str) -> Run:
     difference = _first_difference(reference.transcript, ours.transcript)
     assert difference is None, f"{scenario.__name__} on the {mode} saver: {difference}"
     assert ours.savers_opened >= 2, "the scenario never ran on a new saver object"
-    return reference
+    return ours

@@ -14,7 +14,7 @@ from langgraph.types import Interrupt, Send
 
 from langgraph_pg_durable.core.actions import MARKER, NULL_TASK_ID, agent_name, describe, readable
 from langgraph_pg_durable.core.runs import has_next_tasks, invocation_of, new_run_id
-from langgraph_pg_durable.memory import RunRegistry
+from langgraph_pg_durable.memory import MessageMemory, RunRegistry
 
 PULL, PUSH = "~__pregel_pull, ", "~__pregel_push, "
 
@@ -292,3 +292,48 @@ def test_the_log_options_refuse_bad_values_by_name() -> None:
         next(RowStoreSaver()._backfill_plan(None, 0))
     with pytest.raises(ConfigError, match="thread_id"):
         next(RowStoreSaver()._backfill_plan([3.5], 10))
+
+
+def test_a_task_is_typed_and_shown_by_what_is_new_in_its_writes() -> None:
+    call = AIMessage("", id="m1", tool_calls=[{"id": "c", "name": "f", "args": {"city": "Oslo"}}])
+    edited = AIMessage("", id="m1", tool_calls=[{"id": "c", "name": "f", "args": {"city": "Bergen"}}])
+    reply = AIMessage("done", id="m2")
+    # Written back unchanged (a review that approved): counted, not shown, not a second call.
+    kind, body = payload([("messages", [call])], prior_messages={"m1": call})
+    assert (kind, body) == ("decision", {"unchanged": 1})
+    # Written back changed (an edit): shown as rewritten; still not typed by it.
+    kind, body = payload([("messages", [edited])], prior_messages={"m1": call})
+    assert kind == "decision" and json.loads(body["rewritten"][0]["tool_calls"][0]["function"]["arguments"]) == {"city": "Bergen"}
+    # An agent returning the conversation with its reply: typed and shown by the reply alone.
+    hello = HumanMessage("hi", id="h")
+    kind, body = payload([("messages", [hello, call, reply])], prior_messages={"h": hello, "m1": call})
+    assert kind == "llm_call" and [m["id"] for m in body["messages"]] == ["m2"] and body["unchanged"] == 2
+    # A message without an id is new, as is everything when nothing is known.
+    assert payload([("messages", [AIMessage("x")])], prior_messages={"m1": call})[0] == "llm_call"
+    assert payload([("messages", [call])])[0] == "tool_call"
+
+
+def test_a_rejected_or_failed_tool_result_says_error() -> None:
+    kind, body = payload([("messages", [ToolMessage("User rejected the call", tool_call_id="c", status="error")])])
+    assert kind == "observation" and body["messages"][0]["status"] == "error"
+    assert "status" not in payload([("messages", [ToolMessage("3", tool_call_id="c")])])[1]["messages"][0]
+
+
+def test_the_message_memory_knows_what_a_checkpoint_held_and_what_earlier_writes_held() -> None:
+    memory = MessageMemory()
+    first, second, third = "1f0-a", "1f0-b", "1f0-c"  # checkpoint ids sort by time
+    a, b = AIMessage("a", id="a"), AIMessage("b", id="b")
+    memory.hold("t", "", second, {"a": a})
+    memory.wrote("t", "", first, {"b": b})
+    # Held by the checkpoint the task ran from, or written at an earlier checkpoint: prior.
+    assert memory.prior("t", "", second, ["a", "b", "c"]) == {"a": a, "b": b}
+    # Written at the same checkpoint (the task's own writes sent again, a sibling's): new.
+    assert memory.prior("t", "", first, ["b"]) == {}
+    # A late write at an earlier checkpoint does not make an id prior to its first writer.
+    memory.wrote("t", "", third, {"c": a})
+    memory.wrote("t", "", second, {"c": a})
+    assert memory.prior("t", "", second, ["c"]) == {} and memory.prior("t", "", third, ["c"]) == {"c": a}
+    # In a subgraph, what the parent's checkpoint held counts as handed, not new.
+    assert memory.prior("t", "sub:1", "1f1-x", ["a"], {"": second}) == {"a": a}
+    memory.forget_threads(["t"])
+    assert memory.prior("t", "", second, ["a", "b"]) == {}
