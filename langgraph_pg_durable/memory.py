@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .core.actions import SendToName
 from .core.codec import is_compressed, unpacked
 from .core.lists import ListState, Location, RawItems
 from .core.offload import sha256_hex
@@ -324,19 +325,44 @@ class RunRegistry:
 class CheckpointNotes:
     """What the action log needs of recent checkpoints the saver stored or read: the step,
     and the node of each pending Send (a Send's task names only its index). Bounded; a
-    checkpoint it lacks gets its step from the database and its Sends as `__send__`."""
+    checkpoint it lacks gets its step from the database and its Sends as `__send__`.
+
+    LangGraph calls a checkpoint's put only after the previous one's is done, and its tasks
+    may finish first: a Send's action row stored before its checkpoint's Sends were known is
+    kept here (`later`) until the put notes them, and then named. Checking and keeping are
+    one step under the lock, as are noting and taking, so each row is named exactly once:
+    by its own put_writes, when the note came first, or by the put."""
 
     def __init__(self, max_checkpoints: int = 4096) -> None:
         self._notes: OrderedDict[tuple[str, str, str], tuple[int | None, tuple[str, ...]]] = OrderedDict()
+        self._waiting: OrderedDict[tuple[str, str, str], list[SendToName]] = OrderedDict()
         self._max = max_checkpoints
         self._lock = threading.Lock()
 
-    def note(self, thread_id: str, ns: str, checkpoint_id: str, step: int | None, sends: tuple[str, ...]) -> None:
+    def note(
+        self, thread_id: str, ns: str, checkpoint_id: str, step: int | None, sends: tuple[str, ...], *, take: bool = False
+    ) -> list[SendToName]:
+        """Note a checkpoint; with `take`, return (and forget) the rows waiting for its Sends."""
+        key = (thread_id, ns, checkpoint_id)
         with self._lock:
-            self._notes[(thread_id, ns, checkpoint_id)] = (step, sends)
-            self._notes.move_to_end((thread_id, ns, checkpoint_id))
+            self._notes[key] = (step, sends)
+            self._notes.move_to_end(key)
             while len(self._notes) > self._max:
                 self._notes.popitem(last=False)
+            return self._waiting.pop(key, []) if take else []
+
+    def later(self, thread_id: str, ns: str, checkpoint_id: str, row: SendToName) -> tuple[str, ...] | None:
+        """The checkpoint's Sends if noted by now; else keep the row for its put to name."""
+        key = (thread_id, ns, checkpoint_id)
+        with self._lock:
+            note = self._notes.get(key)
+            if note is not None:
+                return note[1]
+            self._waiting.setdefault(key, []).append(row)
+            self._waiting.move_to_end(key)
+            while len(self._waiting) > self._max:
+                self._waiting.popitem(last=False)
+            return None
 
     def get(self, thread_id: str, ns: str, checkpoint_id: str) -> tuple[int | None, tuple[str, ...]] | None:
         with self._lock:

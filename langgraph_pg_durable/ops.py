@@ -23,12 +23,12 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .core import decode, encode
 from .core import lists as list_layout
-from .core.arrays import Int8Array, TextArray
+from .core.arrays import Int4Array, Int8Array, TextArray
 from .core.codec import Codec, load_json
 from .core.decode import DETAIL_REFS, CheckpointRow
 from .core.delta_history import DeltaWalk, replay_ancestors
 from .core.durability import Durability, check_synchronous_commit
-from .core.actions import held_messages, send_nodes, written_messages
+from .core.actions import UNKNOWN_SEND, SendToName, held_messages, send_index, send_nodes, written_messages
 from .core.backfill import CheckpointFacts, Decoded, WriteFacts, decoded_for_backfill, store_params, thread_backfill
 from .core.encode import PACKED_WRITES_TYPE
 from .core.history import HistoryScan
@@ -224,16 +224,29 @@ class SaverCore(BaseCheckpointSaver[str]):
             return None
         return self.runs.run_id(invocation, lambda: caller_run_id(config) or new_run_id())
 
-    def _note_checkpoint(self, thread_id: str, ns: str, checkpoint: Checkpoint, metadata: Any) -> None:
+    def _note_checkpoint(self, thread_id: str, ns: str, checkpoint: Checkpoint, metadata: Any, *, take: bool = False) -> list[SendToName]:
         """Remember a checkpoint's step and the node of each of its pending Sends, for the
-        action rows of the tasks that run from it."""
+        action rows of the tasks that run from it; with `take`, return the Send rows stored
+        before, which wait for these names."""
         step = metadata.get("step") if isinstance(metadata, Mapping) else None
         step = step if isinstance(step, int) and not isinstance(step, bool) else None
-        self.notes.note(thread_id, ns, checkpoint["id"], step, send_nodes(checkpoint))
+        waiting = self.notes.note(thread_id, ns, checkpoint["id"], step, send_nodes(checkpoint), take=take)
         if self.action_log:
             values = checkpoint.get("channel_values")
             if isinstance(values, Mapping):
                 self.messages.hold(thread_id, ns, checkpoint["id"], held_messages(values))
+        return waiting
+
+    def _note_put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: Any) -> list[SendToName]:
+        """A put's checkpoint, noted as it arrives (see `_note_checkpoint`), and the Send rows
+        that wait for it; a config or checkpoint put refuses is refused by the put itself."""
+        try:
+            key = parse_config(config)
+        except ConfigError:
+            return []
+        if isinstance(checkpoint, Mapping) and isinstance(checkpoint.get("id"), str):
+            return self._note_checkpoint(key.thread_id, key.checkpoint_ns, checkpoint, metadata, take=True)
+        return []
 
     def _task_log(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]]) -> encode.TaskLog | None:
         """What the action row of a put_writes to `config`'s checkpoint needs (None: log off),
@@ -354,18 +367,48 @@ class SaverCore(BaseCheckpointSaver[str]):
 
         yield from self._routing_plan(where)
         s, decode = self._write_path(stored)
+        wrote = False
         if built.packed is not None:
             sql = s.put_packed_writes[(built.has_items, self.action_log)]
-            if (yield Query(where, sql, built.packed, decode, built.uploads, locks=self._locks([thread_id]))):
-                return
-        if built.has_items:
-            sql = s.put_writes_items[self.action_log]
-        else:
-            sql = s.put_writes[(built.replace, bool(built.uploads), self.action_log)]
-        wrote = yield Query(where, sql, params, decode, built.uploads, locks=self._locks([thread_id]))
-        seen = params["check_checkpoint"]
-        if not wrote and seen is not None:  # every write stored already, or the checkpoint gone
-            yield from self._refuse_if_gone(where, thread_id, ns, "its checkpoint", seen)
+            wrote = yield Query(where, sql, built.packed, decode, built.uploads, locks=self._locks([thread_id]))
+        if not wrote:
+            if built.has_items:
+                sql = s.put_writes_items[self.action_log]
+            else:
+                sql = s.put_writes[(built.replace, bool(built.uploads), self.action_log)]
+            wrote = yield Query(where, sql, params, decode, built.uploads, locks=self._locks([thread_id]))
+            seen = params["check_checkpoint"]
+            if not wrote and seen is not None:  # every write stored already, or the checkpoint gone
+                yield from self._refuse_if_gone(where, thread_id, ns, "its checkpoint", seen)
+        index = send_index(task_path or "")
+        if self.action_log and index is not None and params["agent"].endswith(UNKNOWN_SEND):
+            # Stored before its checkpoint's put told the saver the node: named now if it has since, else by that put.
+            row = SendToName(params["task_id"], params["action_idx"], params["run_id"] or "", params["agent"], index)
+            sends = self.notes.later(thread_id, ns, checkpoint_id, row)
+            if sends is not None:
+                yield from self._name_sends(thread_id, ns, checkpoint_id, [row], sends)
+
+    def _name_sends(self, thread_id: str, ns: str, checkpoint_id: str, rows: Sequence[SendToName], sends: Sequence[str]) -> Plan[None]:
+        """Name the Send rows stored as `__send__`, now that their checkpoint's Sends are known."""
+        named = [(row, agent) for row in rows if (agent := row.named(sends)) is not None]
+        if not named:
+            return
+        yield Query(
+            f"naming the Send tasks of checkpoint {shown(checkpoint_id)} on thread {shown(thread_id)}",
+            self.sql.name_sends,
+            {
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": checkpoint_id,
+                "task_ids": TextArray(row.task_id for row, _ in named),
+                "idxs": Int4Array(row.idx for row, _ in named),
+                "run_ids": TextArray(row.run_id for row, _ in named),
+                "unknown": TextArray(row.agent for row, _ in named),
+                "agents": TextArray(agent for _, agent in named),
+            },
+            lambda fetched: None,
+            locks=self._locks([thread_id]),
+        )
 
     def _get_tuple_query(self, config: RunnableConfig) -> Query[CheckpointTuple | None]:
         key = parse_config(config)
@@ -675,17 +718,17 @@ class SaverCore(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
         *,
         parent_writes_done: bool,
+        waiting_sends: Sequence[SendToName] = (),
     ) -> Plan[RunnableConfig]:
         """put: one statement, sent again relying on less when what it relied on is missing.
         Outside a graph invocation, the checkpoint is a run of its own (an update_state),
-        unless `importing`: then it has none, and backfill_actions assigns the runs."""
+        unless `importing`: then it has none, and backfill_actions assigns the runs.
+        `waiting_sends`: action rows of its Send tasks stored before it, named after it."""
         run_id = self._run_of(config) or (None if self.importing else new_run_id())
         key = parse_config(config)
         if self.routed_writes is None:
             checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, Mapping) else None
             yield from self._routing_plan(f"put of checkpoint {shown(checkpoint_id)} on thread {shown(key.thread_id)}")
-        if isinstance(checkpoint, Mapping) and isinstance(checkpoint.get("id"), str):
-            self._note_checkpoint(key.thread_id, key.checkpoint_ns, checkpoint, metadata)
         query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=parent_writes_done, run_id=run_id)
         stored = yield query
         parent = query.params["check_parent"]
@@ -697,6 +740,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         if stored is None:  # a value it relied on was pruned or deleted meanwhile: write it whole
             stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_memory=False, run_id=run_id)
         assert stored is not None
+        if waiting_sends:
+            yield from self._name_sends(key.thread_id, key.checkpoint_ns, checkpoint["id"], waiting_sends, send_nodes(checkpoint))
         return stored  # type: ignore[no-any-return]
 
     def _routing_plan(self, operation: str) -> Plan[None]:

@@ -625,8 +625,11 @@ class DurablePostgresSaver(SaverCore):
     ) -> RunnableConfig:
         """Store a checkpoint and the channel values it changed (`new_versions`) in one
         statement; idempotent, so a retried put never duplicates a step."""
+        # Noted before waiting for the parent's writes: the checkpoint's tasks may be done
+        # by then, and their action rows need its step and the node of each of its Sends.
+        waiting = self._note_put(config, checkpoint, metadata)
         done = self._writes_in_flight.wait(self._parent_key(config))
-        return self._run(self._put_plan(config, checkpoint, metadata, new_versions, parent_writes_done=done))
+        return self._run(self._put_plan(config, checkpoint, metadata, new_versions, parent_writes_done=done, waiting_sends=waiting))
 
     def put_writes(
         self,

@@ -71,15 +71,44 @@ def agent_name(checkpoint_ns: str, task_id: str, task_path: str, sends: Sequence
     elif task_path.startswith(_PULL):
         node = task_path[len(_PULL) :]
     elif task_path.startswith(_PUSH):
-        first = task_path[len(_PUSH) :].split(", ", 1)[0]
-        if first.isdigit():
-            index = int(first)
-            node = sends[index] if sends is not None and index < len(sends) else "__send__"
+        index = send_index(task_path)
+        if index is not None:
+            node = sends[index] if sends is not None and index < len(sends) else UNKNOWN_SEND
         else:
             node = "__task__"
     else:
         node = task_path or "__unknown__"
     return "/".join([*subgraph_path(checkpoint_ns), node])
+
+
+UNKNOWN_SEND = "__send__"  # the node of a Send task whose checkpoint's Sends are not known (yet)
+
+
+def send_index(task_path: str) -> int | None:
+    """The index among its checkpoint's pending Sends that a Send task's path names, or None
+    for any other task."""
+    if not task_path.startswith(_PUSH):
+        return None
+    first = task_path[len(_PUSH) :].split(", ", 1)[0]
+    return int(first) if first.isdigit() else None
+
+
+@dataclass(frozen=True)
+class SendToName:
+    """An action row stored as `.../__send__` (its checkpoint's Sends were not known when its
+    writes were), to be named when they are: the row's key, and the Send index it ran."""
+
+    task_id: str
+    idx: int
+    run_id: str
+    agent: str
+    send_index: int
+
+    def named(self, sends: Sequence[str]) -> str | None:
+        """The agent the row should have, given the checkpoint's Sends (None: still unknown)."""
+        if self.send_index >= len(sends) or not self.agent.endswith(UNKNOWN_SEND):
+            return None
+        return self.agent[: -len(UNKNOWN_SEND)] + sends[self.send_index]
 
 
 def send_nodes(checkpoint: Mapping[str, Any]) -> tuple[str, ...]:

@@ -55,6 +55,7 @@ class Statements:
             (plain, log): compact(writes.put_plain(q, log=log) if plain else writes.put(q, log=log)) for plain in BOTH for log in BOTH
         }
         self.parent_status = writes.parent_status(q)
+        self.name_sends = compact(writes.name_sends(q))
         self.put_writes = {
             (replace, offloaded, log): compact(writes.put_writes(q, replace=replace, offloaded=offloaded, log=log))
             for replace in BOTH

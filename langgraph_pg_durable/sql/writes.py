@@ -351,3 +351,29 @@ FROM unnest(%(idx)b::int[], %(channels)b::text[], %(types)b::text[], %(values)b:
     AS w(idx, channel, type, value, object_key, object_sha256, object_size)
 {skip}ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}
 RETURNING 1"""
+
+
+def name_sends(q: str) -> str:
+    """Name the action rows of a checkpoint's Send tasks stored as `.../__send__` (their
+    writes were stored before the checkpoint's put told the saver its Sends, see
+    memory.CheckpointNotes), and put the names in their runs' agents in place of the
+    unknown ones. Sent only then, after both are stored."""
+    return f"""
+WITH named AS (
+    UPDATE {q}.action_log a SET agent = f.agent
+    FROM unnest(%(task_ids)b::text[], %(idxs)b::int4[], %(run_ids)b::text[], %(unknown)b::text[], %(agents)b::text[])
+        AS f(task_id, idx, run_id, unknown, agent)
+    WHERE a.thread_id = %(thread_id)s AND a.checkpoint_ns = %(checkpoint_ns)s AND a.checkpoint_id = %(checkpoint_id)s
+      AND a.task_id = f.task_id AND a.idx = f.idx AND a.run_id = f.run_id AND a.agent = f.unknown
+)
+UPDATE {q}.run_log r SET agents = (
+    SELECT array_agg(n.name ORDER BY n.first) FROM (
+        SELECT u.name, min(u.ord) AS first FROM (
+            SELECT e.name, e.ord FROM unnest(r.agents) WITH ORDINALITY AS e(name, ord)
+            WHERE e.name <> ALL(%(unknown)b::text[])
+            UNION ALL
+            SELECT f.agent, 9223372036854775807 FROM unnest(%(run_ids)b::text[], %(agents)b::text[]) AS f(run_id, agent)
+            WHERE f.run_id = r.run_id
+        ) u GROUP BY u.name
+    ) n)
+WHERE r.thread_id = %(thread_id)s AND r.run_id = ANY(%(run_ids)b::text[])"""

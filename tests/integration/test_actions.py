@@ -16,7 +16,8 @@ from typing import Any
 import psycopg
 import pytest
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.types import Command
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.types import Command, Send
 from psycopg import sql
 from psycopg.rows import dict_row
 
@@ -187,14 +188,39 @@ def test_a_supervisor_s_sub_agents_are_named_by_their_path_and_share_the_run(sav
     assert set(run["agents"]) == {a for a, _ in root} | {a for a, _ in sub}
 
 
-def test_tasks_started_by_send_are_named_after_their_node(saver: Any, pg_dsn: str, schema_name: str) -> None:
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_tasks_started_by_send_are_named_after_their_node(saver: Any, pg_dsn: str, schema_name: str, durability: str) -> None:
     graph = agents.fan_out(saver)
     config = thread()
-    graph.invoke({"topics": ["a", "b", "c"], "notes": []}, config, durability="sync")
+    graph.invoke({"topics": ["a", "b", "c"], "notes": []}, config, durability=durability)
     rows = actions(pg_dsn, schema_name, config["configurable"]["thread_id"])
     assert kinds(rows) == [(0, "__start__", "human")] + [(1, "worker", "decision")] * 3
+    (run,) = query(pg_dsn, schema_name, "SELECT agents FROM runs WHERE thread_id = %s", config["configurable"]["thread_id"])
+    assert sorted(run["agents"]) == ["__start__", "worker"]
     assert sorted(r["payload"]["state"]["notes"][0] for r in rows[1:]) == ["note on a", "note on b", "note on c"]
     assert [s["node"] for s in rows[0]["payload"]["sends"]] == ["worker"] * 3
+
+
+def test_a_send_task_whose_writes_come_before_its_checkpoint_is_named_by_the_put(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    # LangGraph calls a checkpoint's put only once the previous put is done, so with
+    # durability="async" its Send tasks' writes can be stored first: forced here.
+    thread_id = thread()["configurable"]["thread_id"]
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"__pregel_tasks": [Send("worker", {"topic": "a"}), Send("critic", {"topic": "a"})]}
+    checkpoint["channel_versions"] = {"__pregel_tasks": saver.get_next_version(None, None)}
+    at = {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint["id"]}, "metadata": {"run_id": "run-1"}}
+    saver.put_writes(at, [("notes", ["too harsh"])], "task-critic", "~__pregel_push, 0000000001, False")
+    assert [r["agent"] for r in actions(pg_dsn, schema_name, thread_id)] == ["__send__"]  # not known yet, and said so
+
+    root = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}, "metadata": {"run_id": "run-1"}}
+    saver.put(root, checkpoint, {"source": "loop", "step": 1, "parents": {}}, checkpoint["channel_versions"])
+    assert [(r["agent"], r["step"]) for r in actions(pg_dsn, schema_name, thread_id)] == [("critic", 2)]
+    (run,) = query(pg_dsn, schema_name, "SELECT agents FROM runs WHERE thread_id = %s", thread_id)
+    assert run["agents"] == ["critic"]
+
+    # Once the checkpoint is known, a later Send task of it is named as it is stored.
+    saver.put_writes(at, [("notes", ["fine"])], "task-worker", "~__pregel_push, 0000000000, False")
+    assert sorted(r["agent"] for r in actions(pg_dsn, schema_name, thread_id)) == ["critic", "worker"]
 
 
 def test_a_task_that_raises_is_an_error_and_fails_its_run(saver: Any, pg_dsn: str, schema_name: str) -> None:

@@ -126,6 +126,7 @@ def every_statement(schema: str = "s") -> dict[str, Entry]:
     out["page_details of several threads"] = Entry(s.page_details[False], ANY_THREAD, "page_details")
     for member, anchors in (
         ("parent_status", ONE),
+        ("name_sends", ONE),
         ("checkpoint_facts", ONE),
         ("write_facts", ONE),
         ("backfill_store", ONE),

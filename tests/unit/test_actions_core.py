@@ -12,9 +12,9 @@ from types import SimpleNamespace
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.types import Interrupt, Send
 
-from langgraph_pg_durable.core.actions import MARKER, NULL_TASK_ID, agent_name, describe, readable
+from langgraph_pg_durable.core.actions import MARKER, NULL_TASK_ID, SendToName, agent_name, describe, readable, send_index
 from langgraph_pg_durable.core.runs import has_next_tasks, invocation_of, new_run_id
-from langgraph_pg_durable.memory import MessageMemory, RunRegistry
+from langgraph_pg_durable.memory import CheckpointNotes, MessageMemory, RunRegistry
 
 PULL, PUSH = "~__pregel_pull, ", "~__pregel_push, "
 
@@ -337,3 +337,18 @@ def test_the_message_memory_knows_what_a_checkpoint_held_and_what_earlier_writes
     assert memory.prior("t", "sub:1", "1f1-x", ["a"], {"": second}) == {"a": a}
     memory.forget_threads(["t"])
     assert memory.prior("t", "", second, ["a", "b"]) == {}
+
+
+def test_a_send_row_stored_before_its_checkpoint_is_named_once_by_whichever_comes_second() -> None:
+    assert send_index(PUSH + "0000000002, False") == 2 and send_index(PULL + "tools") is None
+    assert send_index(PUSH + "~__pregel_pull, entry, 0000000002, True") is None  # a functional-API task
+    row = SendToName("task", 0, "run", "researcher/__send__", 1)
+    assert row.named(("a", "tools")) == "researcher/tools" and row.named(("a",)) is None
+    notes = CheckpointNotes()
+    assert notes.later("t", "", "c1", row) is None  # kept: the put names it
+    assert notes.note("t", "", "c1", 3, ("a", "tools"), take=True) == [row]
+    assert notes.note("t", "", "c1", 3, ("a", "tools"), take=True) == []  # taken once
+    assert notes.later("t", "", "c1", row) == ("a", "tools")  # noted first: named by its own put_writes
+    notes.later("t", "", "c2", row)
+    assert notes.note("t", "", "c2", 3, ()) == []  # a read notes without taking: the rows wait for the put
+    assert notes.note("t", "", "c2", 3, (), take=True) == [row]
