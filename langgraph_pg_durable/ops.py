@@ -28,7 +28,7 @@ from .core.codec import Codec, load_json
 from .core.decode import DETAIL_REFS, CheckpointRow
 from .core.delta_history import DeltaWalk, replay_ancestors
 from .core.durability import Durability, check_synchronous_commit
-from .core.actions import UNKNOWN_SEND, SendToName, held_messages, send_index, send_nodes, written_messages
+from .core.actions import UNKNOWN_SEND, SendToName, agent_label, held_messages, send_index, send_nodes, written_messages
 from .core.backfill import CheckpointFacts, Decoded, WriteFacts, decoded_for_backfill, store_params, thread_backfill
 from .core.encode import PACKED_WRITES_TYPE
 from .core.history import HistoryScan
@@ -262,7 +262,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         parents = {k: v for k, v in parents.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(parents, Mapping) else None
         prior = self.messages.prior(*at, written, parents) if written else None
         self.messages.wrote(*at, written)
-        return encode.TaskLog(self._run_of(config), step, note[1] if note is not None else None, prior)
+        label = agent_label(config.get("metadata")) if key.checkpoint_ns else None
+        return encode.TaskLog(self._run_of(config), step, note[1] if note is not None else None, prior, label)
 
     # -- Query builders ---------------------------------------------------------------
 

@@ -57,9 +57,12 @@ class Action:
     idx: int  # the index of the task's first write, as the writes table keys it
 
 
-def agent_name(checkpoint_ns: str, task_id: str, task_path: str, sends: Sequence[str] | None) -> str:
+def agent_name(checkpoint_ns: str, task_id: str, task_path: str, sends: Sequence[str] | None, label: str | None = None) -> str:
     """The node that ran, under its subgraph path: `researcher/tools` for the node `tools`
-    of the subgraph the node `researcher` runs.
+    of the subgraph the node `researcher` runs. In a subgraph that is a named agent
+    (`label`: the `lc_agent_name` LangChain's agents put in their config's metadata), the
+    name follows the node that runs it unless it is that node's own: deepagents' sub-agent
+    `researcher`, run by the node `tools`, is `tools/researcher/model`.
 
     A Send's task names only its index among the checkpoint's pending Sends (`sends`, the
     node of each, when the saver knows them); a task of the functional API names none.
@@ -78,7 +81,10 @@ def agent_name(checkpoint_ns: str, task_id: str, task_path: str, sends: Sequence
             node = "__task__"
     else:
         node = task_path or "__unknown__"
-    return "/".join([*subgraph_path(checkpoint_ns), node])
+    path = subgraph_path(checkpoint_ns)
+    if path and label and label != path[-1]:
+        path.append(label)
+    return "/".join([*path, node])
 
 
 UNKNOWN_SEND = "__send__"  # the node of a Send task whose checkpoint's Sends are not known (yet)
@@ -138,6 +144,7 @@ def describe(
     offloaded: Mapping[int, tuple[str, int]] | None = None,
     encrypted: bool = False,
     prior_messages: Mapping[str, Any] | None = None,
+    agent_label: str | None = None,
 ) -> Action:
     """The action of a task that wrote `writes`.
 
@@ -149,11 +156,12 @@ def describe(
     subgraph that returns the whole conversation is typed and shown by its own reply, and
     its row does not grow with the conversation.
 
-    `offloaded` maps the position of a write stored in the object store to its (key,
+    `agent_label` names the agent a subgraph is (see `agent_name`). `offloaded` maps the
+    position of a write stored in the object store to its (key,
     size): its payload is a marker. With `encrypted`, the payload says so and holds
     nothing written (agent and type stay readable).
     """
-    agent = agent_name(checkpoint_ns, task_id, task_path, sends)
+    agent = agent_name(checkpoint_ns, task_id, task_path, sends, agent_label)
     kinds: set[str] = set()
     payload: dict[str, Any] = {}
     messages: list[Any] = []
@@ -448,3 +456,10 @@ def _text(text: str) -> str:
 def _type_name(value: Any) -> str:
     kind = type(value)
     return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def agent_label(metadata: Any) -> str | None:
+    """The agent name LangChain's agents (`create_agent(name=...)`, deepagents' sub-agents)
+    put in their config's metadata, and so in their checkpoints' (`lc_agent_name`)."""
+    label = metadata.get("lc_agent_name") if isinstance(metadata, Mapping) else None
+    return _text(label) if isinstance(label, str) and label and "/" not in label else None

@@ -17,7 +17,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 
-from .actions import NULL_TASK_ID, Action, describe, held_messages, run_status, send_nodes, written_messages
+from .actions import NULL_TASK_ID, Action, agent_label, describe, held_messages, run_status, send_nodes, written_messages
 from .arrays import Int4Array, TextArray
 from .runs import has_next_tasks, new_run_id
 
@@ -64,6 +64,7 @@ class Decoded:
     held_messages: Mapping[str, Any] | None = None
     parents: Mapping[str, str] | None = None  # of a subgraph's: each parent namespace's checkpoint id
     written_ids: frozenset[str] = frozenset()  # of the messages its tasks wrote
+    agent_label: str | None = None  # the agent a subgraph's checkpoint is of (`lc_agent_name`)
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,7 @@ def thread_backfill(
             offloaded=g.offloaded,
             encrypted=encrypted,
             prior_messages=_prior_messages(decoded, g.key),
+            agent_label=decoded[g.key].agent_label if c.checkpoint_ns else None,
         )
         step = c.step + 1 if c.step is not None else None
         actions.append(ActionRow(c.checkpoint_ns, c.checkpoint_id, g.task_id, run, step, action, g.created_at))
@@ -383,4 +385,4 @@ def decoded_for_backfill(
     written = frozenset(written_messages([(channel, value) for _, channel, value in pending_writes]))
     wanted = written | frozenset(wanted_ids)
     held = {i: m for i, m in held_messages(checkpoint.get("channel_values") or {}).items() if i in wanted}
-    return Decoded(kept, list(pending_writes), held, parents, written)
+    return Decoded(kept, list(pending_writes), held, parents, written, agent_label(metadata))

@@ -381,12 +381,14 @@ class TaskLog:
     """What a task's action row needs besides its writes: its run (None: not known), the
     step it ran in (None: the statement reads it from the checkpoint), and the node of
     each pending Send of the checkpoint it ran from (None: not known), and which of the
-    messages it wrote were already in the channel, and as what (see `actions.describe`)."""
+    messages it wrote were already in the channel, and as what, and the name of the agent
+    its subgraph is (see `actions.describe`)."""
 
     run_id: str | None
     step: int | None
     sends: Sequence[str] | None
     prior_messages: Mapping[str, Any] | None = None
+    agent_label: str | None = None
 
 
 def _action_params(
@@ -408,6 +410,7 @@ def _action_params(
         offloaded={i: (ref.key, ref.size) for i, ref in enumerate(refs) if ref is not None},
         encrypted=codec.encrypted,
         prior_messages=log.prior_messages,
+        agent_label=log.agent_label,
     )
     return {
         "run_id": log.run_id,

@@ -12,6 +12,7 @@ from conftest import Check
 from corpus import Run
 from psycopg.rows import dict_row
 from test_langchain_agent import REVIEW, reviewed_agent
+from test_deepagents import deep_agent
 from test_multi_agent import supervisor, swarm
 
 
@@ -89,3 +90,17 @@ async def test_supervisor_rows_hold_each_reply_once_per_level(check: Check) -> N
     replies = Counter(m["id"] for r in actions(ours, "team") for m in messages(r) if m.get("id", "").startswith(("s-", "x-", "w-")))
     assert set(replies) == {"s-1", "s-2", "s-3", "s-4", "x-1", "x-2", "w-1", "w-2"}
     assert max(replies.values()) == 2, replies
+
+
+async def test_deep_agent_sub_agents_are_named_and_each_tool_call_by_its_node(check: Check) -> None:
+    ours = await check(deep_agent)
+    rows = actions(ours, "deep")
+    agents = {r["agent"] for r in rows}
+    # Sub-agents run under the node `tools`; each is named by its lc_agent_name.
+    assert {"tools/researcher/model", "tools/researcher/tools", "tools/general-purpose/model", "tools/general-purpose/tools"} <= agents
+    assert not any(a.endswith("__send__") for a in agents), agents  # every tool call (a Send) by its node
+    paused = [r["agent"] for r in rows if r["action_type"] == "interrupt"]
+    assert paused == ["tools/researcher/HumanInTheLoopMiddleware.after_model", "tools"]
+    with psycopg.connect(ours.dsn) as conn:
+        run_agents = {a for (agents_of_run,) in conn.execute(f"SELECT agents FROM {ours.schema}.runs") for a in agents_of_run}
+    assert "tools/researcher/model" in run_agents and not any(a.endswith("__send__") for a in run_agents)
