@@ -277,6 +277,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         use_memory: bool = True,
         use_offers: bool = True,
         run_id: str | None = None,
+        log_run: bool = True,
     ) -> Query[RunnableConfig | None]:
         """The put; its decode gives None when a value it holds without writing, a list
         version it extends, or the items of a pending write it uses, are not there.
@@ -316,7 +317,7 @@ class SaverCore(BaseCheckpointSaver[str]):
 
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
         writes, decode = self._write_path(stored)
-        return Query(where, writes.put[(plain, self.action_log)], params, decode, uploads, locks=self._locks([thread_id]))
+        return Query(where, writes.put[(plain, self.action_log and log_run)], params, decode, uploads, locks=self._locks([thread_id]))
 
     def _write_path(self, decode: Callable[[Sequence[Any]], T]) -> tuple[Statements | RoutedWrites, Callable[[Sequence[Any]], T]]:
         """The write statements and `decode`, or, with routed writes, the calls of the write
@@ -725,21 +726,26 @@ class SaverCore(BaseCheckpointSaver[str]):
         Outside a graph invocation, the checkpoint is a run of its own (an update_state),
         unless `importing`: then it has none, and backfill_actions assigns the runs.
         `waiting_sends`: action rows of its Send tasks stored before it, named after it."""
-        run_id = self._run_of(config) or (None if self.importing else new_run_id())
+        invocation_run = self._run_of(config)
+        run_id = invocation_run or (None if self.importing else new_run_id())
+        # An update_state (a put outside any invocation) is not a run of its own in run_log:
+        # its checkpoint keeps a run id of its own (delete_for_runs can name it), its row is
+        # the edit's action row, and it does not mark the runs before it interrupted.
+        log_run = invocation_run is not None or self.importing
         key = parse_config(config)
         if self.routed_writes is None:
             checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, Mapping) else None
             yield from self._routing_plan(f"put of checkpoint {shown(checkpoint_id)} on thread {shown(key.thread_id)}")
-        query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=parent_writes_done, run_id=run_id)
+        query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=parent_writes_done, run_id=run_id, log_run=log_run)
         stored = yield query
         parent = query.params["check_parent"]
         if stored is None and parent is not None:
             yield from self._refuse_if_gone(query.operation, key.thread_id, key.checkpoint_ns, "its parent checkpoint", parent)
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
-            stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_offers=False, run_id=run_id)
+            stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_offers=False, run_id=run_id, log_run=log_run)
         if stored is None:  # a value it relied on was pruned or deleted meanwhile: write it whole
-            stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_memory=False, run_id=run_id)
+            stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_memory=False, run_id=run_id, log_run=log_run)
         assert stored is not None
         if waiting_sends:
             yield from self._name_sends(key.thread_id, key.checkpoint_ns, checkpoint["id"], waiting_sends, send_nodes(checkpoint))

@@ -90,6 +90,11 @@ def agent_name(checkpoint_ns: str, task_id: str, task_path: str, sends: Sequence
 UNKNOWN_SEND = "__send__"  # the node of a Send task whose checkpoint's Sends are not known (yet)
 
 
+def is_update(task_path: str) -> bool:
+    """Whether a task path is the one LangGraph gives an update_state edit's writes."""
+    return task_path.startswith(_UPDATE)
+
+
 def send_index(task_path: str) -> int | None:
     """The index among its checkpoint's pending Sends that a Send task's path names, or None
     for any other task."""

@@ -17,12 +17,13 @@ from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 
-from .actions import NULL_TASK_ID, Action, agent_label, describe, held_messages, run_status, send_nodes, written_messages
+from .actions import NULL_TASK_ID, Action, agent_label, describe, is_update, held_messages, run_status, send_nodes, written_messages
 from .arrays import Int4Array, TextArray
 from .runs import has_next_tasks, new_run_id
 
 _TASKS = "__pregel_tasks"
 _STARTS = ("input", "update", "fork")  # sources of a checkpoint that begins a run
+_EDITS = ("update", "fork")  # sources of a checkpoint update_state writes, outside any invocation
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,8 @@ def thread_backfill(
         later_result = results.get((g.key[0], g.key[1], g.task_id))
         if g.task_id != NULL_TASK_ID and g.special and (child is not None or (later_result is not None and later_result > g.created_at)):
             run = run_of[g.key]  # an interrupt or error that a later run went past
+        elif is_update(g.task_path):
+            run = ""  # an edit outside any run, as the log writes it
         elif child is not None:
             run = run_of[(child.checkpoint_ns, child.checkpoint_id)]
         elif g.key in resumes and g.created_at >= resumes[g.key]:
@@ -283,7 +286,10 @@ def _runs(
     decoded: Mapping[tuple[str, str], Decoded],
 ) -> list[RunRow]:
     """The run rows, by replaying in commit order what the live statements do to run_log."""
-    events: list[tuple[datetime.datetime, int, Any]] = [(c.created_at, 0, c) for c in checkpoints]
+    # An update_state's checkpoint (outside any invocation) is no run of its own, as the log writes it.
+    events: list[tuple[datetime.datetime, int, Any]] = [
+        (c.created_at, 0, c) for c in checkpoints if c.checkpoint_ns or c.source not in _EDITS
+    ]
     events += [(a.created_at, 1, a) for a in actions if a.run_id]
     events.sort(key=lambda e: (e[0], e[1]))
     runs: dict[str, RunRow] = {}

@@ -143,6 +143,20 @@ def test_two_invokes_and_a_resume_are_three_runs_each_holding_its_checkpoints(sa
     ]
 
 
+def test_an_update_state_edit_is_an_action_and_not_a_run(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    config = thread()
+    tid = config["configurable"]["thread_id"]
+    agent = agents.tool_agent(saver, agents.calculator_replies())
+    agent.invoke({"messages": [("user", "what is 1+2?")]}, config, durability="sync")
+    agent.update_state(config, {"messages": [("user", "(a note from the operator)")]})
+    agent.invoke({"messages": [("user", "thanks")]}, config, durability="sync")
+    runs = query(pg_dsn, schema_name, "SELECT * FROM runs WHERE thread_id = %s ORDER BY started_at", tid)
+    assert [(r["status"], r["steps"]) for r in runs] == [("done", 5), ("done", 3)]  # the two invocations, nothing else
+    (edit,) = [r for r in actions(pg_dsn, schema_name, tid) if r["agent"] == "__update__"]
+    assert (edit["action_type"], edit["run_id"]) == ("human", None)
+    assert edit["payload"]["messages"][0]["content"] == "(a note from the operator)"
+
+
 def test_a_callers_metadata_run_id_wins(saver: Any, pg_dsn: str, schema_name: str) -> None:
     graph = agents.tool_agent(saver, agents.calculator_replies())
     config = {**thread(), "metadata": {"run_id": "run-from-the-server"}}
@@ -438,6 +452,7 @@ def _scenarios(saver: Any, prefix: str) -> None:
     approval = agents.approval(saver)
     approval.invoke({"item": "book", "status": "new"}, order, durability="sync")
     approval.invoke(Command(resume="yes"), order, durability="sync")
+    approval.update_state(order, {"status": "reviewed"})  # an edit: an action, not a run
     with pytest.raises(ValueError):
         agents.failing_tool(saver).invoke({"messages": [("user", "weather?")]}, {"configurable": {"thread_id": f"{prefix}-flaky"}})
     paused = {"configurable": {"thread_id": f"{prefix}-paused"}}
@@ -483,7 +498,7 @@ def _side(pg_dsn: str, schema: str, prefix: str) -> tuple[list[tuple[Any, ...]],
             r["agent"],
             r["action_type"],
             _ids(r["payload"]),
-            ordinal[r["run_id"]],
+            ordinal.get(r["run_id"]),  # None: an edit outside any run
         )
         for r in rows
     ]
