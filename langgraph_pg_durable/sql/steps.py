@@ -32,6 +32,16 @@ def steps_page(q: str, where: str) -> str:
     a CTE ("complex joins are only supported when ...")."""
     tasks = f"""FROM {q}.action_log a
         WHERE a.thread_id = %(thread_id)s AND a.checkpoint_ns = p.checkpoint_ns AND a.checkpoint_id = {{at}}"""
+    # An update_state edit's row is stored at the checkpoint it edits (LangGraph writes it
+    # there, then puts the edit's own checkpoint) but made the edit's checkpoint: that one
+    # (source update or fork) is made by the last edit row committed before it and after
+    # the edited checkpoint's previous child; no other checkpoint is credited with edit
+    # rows, nor an edit with the tasks of another branch. (An edit of a past checkpoint
+    # has no row: LangGraph stores no writes for it.)
+    edit = "right(a.agent, 10) = '__update__'"
+    previous_sibling = f"""(SELECT max(n.created_at) FROM {q}.checkpoints n
+            WHERE n.thread_id = %(thread_id)s AND n.checkpoint_ns = p.checkpoint_ns
+              AND n.parent_checkpoint_id = p.parent_checkpoint_id AND n.checkpoint_id < p.checkpoint_id)"""
     return f"""
 WITH page AS MATERIALIZED (
     SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.run_id, c.step, c.source,
@@ -46,11 +56,17 @@ SELECT p.thread_id, p.checkpoint_ns, p.checkpoint_id, p.parent_checkpoint_id, p.
        (SELECT count(*) FROM {q}.checkpoint_writes w
         WHERE w.thread_id = %(thread_id)s AND w.checkpoint_ns = p.checkpoint_ns
           AND w.checkpoint_id = p.checkpoint_id) AS pending_writes,
-       (SELECT json_agg(json_build_array(a.task_id, a.agent, a.action_type) ORDER BY a.created_at, a.task_id)
-        {tasks.format(at="p.parent_checkpoint_id")})::text AS made_by,
+       CASE WHEN p.source IN ('update', 'fork') THEN (
+           SELECT json_agg(json_build_array(e.task_id, e.agent, e.action_type)) FROM (
+               SELECT a.task_id, a.agent, a.action_type {tasks.format(at="p.parent_checkpoint_id")}
+                 AND {edit} AND a.created_at <= p.created_at AND a.created_at > coalesce({previous_sibling}, '-infinity')
+               ORDER BY a.created_at DESC, a.task_id LIMIT 1) e)
+       ELSE (SELECT json_agg(json_build_array(a.task_id, a.agent, a.action_type) ORDER BY a.created_at, a.task_id)
+        {tasks.format(at="p.parent_checkpoint_id")} AND NOT {edit})
+       END::text AS made_by,
        (SELECT json_agg(json_build_array(a.task_id, a.agent, a.action_type,
                         CASE WHEN a.action_type IN ('error', 'interrupt') THEN a.payload END)
                         ORDER BY a.created_at, a.task_id)
-        {tasks.format(at="p.checkpoint_id")})::text AS ran_from
+        {tasks.format(at="p.checkpoint_id")} AND NOT {edit})::text AS ran_from
 FROM page p
 ORDER BY p.checkpoint_id DESC"""

@@ -177,6 +177,26 @@ def test_history_names_what_made_each_step(pg_dsn: str, schema: str, sample: dic
     assert error["agent"] == "tools" and error["detail"]["error"]["type"] == "ValueError"
 
 
+def test_an_edit_is_made_by_its_own_row_and_never_by_another_branchs_tasks(pg_dsn: str, schema_name: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        graph = agents.tool_agent(saver, agents.calculator_replies())
+        config = {"configurable": {"thread_id": "edited"}}
+        graph.invoke({"messages": [("user", "what is 1+2?")]}, config, durability="sync")
+        graph.update_state(config, {"messages": [("user", "(a note)")]})  # the newest step: LangGraph stores its writes
+        past = next(s for s in graph.get_state_history(config) if s.metadata["step"] == 1)  # the tool call, before it ran
+        graph.update_state(past.config, {"messages": [("user", "(use 2+2)")]})  # a branch from step 1: no writes stored
+    rows = as_json(lgpd(pg_dsn, schema_name, "history", "edited", "-f", "json"))
+    made = {r["checkpoint_id"]: [(t["agent"], t["action_type"]) for t in r["made_by"]] for r in rows}
+    note, branch = sorted((r for r in rows if r["source"] == "update"), key=lambda r: r["step"], reverse=True)
+    assert made[note["checkpoint_id"]] == [("__update__", "human")]
+    assert made[branch["checkpoint_id"]] == []  # not the tool's result, which made the other branch's step 2
+    at_one = next(r for r in rows if r["step"] == 1)
+    assert [(t["agent"], t["action_type"]) for t in at_one["ran_from"]] == [("tools", "observation")]
+    newest_run = next(r for r in rows if r["step"] == 3 and r["source"] == "loop")
+    assert [(t["agent"], t["action_type"]) for t in newest_run["ran_from"]] == []  # the note made the next step; it did not run from it
+
+
 def test_history_nests_subgraph_namespaces(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
     rows = as_json(lgpd(pg_dsn, schema, "history", "team-1", "-f", "json"))
     namespaces = {r["checkpoint_ns"].split(":")[0] for r in rows}
