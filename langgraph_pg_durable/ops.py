@@ -509,7 +509,7 @@ class SaverCore(BaseCheckpointSaver[str]):
     # -- the action log ----------------------------------------------------------------
 
     def _runs_page_query(self, scan: RunScan) -> Query[list[RunRecord]]:
-        return Query("list_runs", self.sql.runs_page(scan.page_where()), scan.page_params(), scan.take_page)
+        return Query("list_runs", self.sql.runs_page(scan.page_where(), one_thread=scan.one_thread), scan.page_params(), scan.take_page)
 
     def _actions_page_query(self, scan: ActionScan) -> Query[list[ActionRecord]]:
         sql = self.sql.actions_page(scan.page_where(), one_thread=scan.one_thread)

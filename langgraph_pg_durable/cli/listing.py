@@ -18,6 +18,7 @@ LimitOption = Annotated[int | None, typer.Option(min=0, help="at most this many 
 SinceOption = Annotated[str | None, typer.Option(help="from this time, or this long ago (30m, 2h, 7d)")]
 UntilOption = Annotated[str | None, typer.Option(help="before this time, or this long ago")]
 WhereOption = Annotated[list[str] | None, typer.Option(help="metadata filter meta.KEY=VALUE (repeat to combine)")]
+FullIdsOption = Annotated[bool, typer.Option("--full-ids", help="ids whole in the table (it shows each by its shortest unique prefix)")]
 
 
 class Status(str, Enum):
@@ -34,18 +35,19 @@ THREAD_COLUMNS = [
     Column("checkpoints", "checkpoints"),
     Column("last step", "last_step"),
     Column("status", "status", lambda s: s or "-"),
-    Column("last run", "last_run_id", lambda r: r or "-"),
+    Column("last run", "last_run_id", lambda r: r or "-", short_id=True),
     Column("last activity", "last_activity", when),
 ]
 
 RUN_COLUMNS = [
     Column("thread", "thread_id", style="cyan"),
-    Column("run", "run_id"),
+    Column("run", "run_id", short_id=True),
     Column("started", "started_at", when),
     Column("ended", "ended_at", when),
     Column("steps", "steps"),
     Column("status", "status"),
-    Column("agents", "agents", lambda agents: ", ".join(agents or ())),
+    Column("tokens", "tokens", lambda n: "" if n is None else f"{n:,}"),
+    Column("agents", "agents", lambda agents: ", ".join(agents or ()), width=40),
 ]
 
 
@@ -60,6 +62,7 @@ def threads(
     until: UntilOption = None,
     limit: LimitOption = None,
     fmt: FormatOption = Format.table,
+    full_ids: FullIdsOption = False,
 ) -> None:
     """Every thread: its checkpoints, last step, last run and its status, last activity."""
     target: Target = ctx.obj
@@ -68,7 +71,7 @@ def threads(
         records = saver.list_threads(
             status=status.value if status else None, run_id=run, metadata=metadata, since=start, until=end, limit=limit
         )
-        emit((fields_of(r) for r in records), fmt, THREAD_COLUMNS, empty="no threads")
+        emit((fields_of(r) for r in records), fmt, THREAD_COLUMNS, empty="no threads", full_ids=full_ids)
 
 
 @app.command()
@@ -82,8 +85,9 @@ def runs(
     until: UntilOption = None,
     limit: LimitOption = None,
     fmt: FormatOption = Format.table,
+    full_ids: FullIdsOption = False,
 ) -> None:
-    """Runs (one per invoke or stream call), newest first."""
+    """Runs (one per invoke or stream call), newest first, with the tokens their model replies report."""
     target: Target = ctx.obj
     start, end, metadata = moment(since, "--since"), moment(until, "--until"), metadata_filter(where)
     with target.saver() as saver:
@@ -93,7 +97,7 @@ def runs(
         )
         if among is not None:
             records = itertools.islice((r for r in records if r.thread_id in among), limit)
-        emit((fields_of(r) for r in records), fmt, RUN_COLUMNS, empty="no runs")
+        emit((fields_of(r) for r in records), fmt, RUN_COLUMNS, empty="no runs", full_ids=full_ids)
 
 
 def threads_matching(saver: Any, metadata: dict[str, Any] | None) -> set[str] | None:

@@ -16,15 +16,35 @@ from .step_view import step_view
 
 
 def find_step(saver: Any, thread: str, namespace: str, step: int | None, checkpoint: str | None, run: str | None) -> StepRecord:
-    """The newest checkpoint of the namespace matching what is given (nothing: the newest)."""
+    """The newest checkpoint of the namespace matching what is given (nothing: the newest).
+    A checkpoint or run id may be given by a prefix, as the tables show them; one that
+    fits several is refused, naming them."""
+    found: StepRecord | None = None
     for record in saver.list_steps(thread, checkpoint_ns=namespace):
-        if checkpoint is not None and record.checkpoint_id != checkpoint:
+        if checkpoint is not None and not record.checkpoint_id.startswith(checkpoint):
             continue
         if step is not None and record.step != step:
             continue
-        if run is not None and record.run_id != run:
+        if run is not None and not (record.run_id or "").startswith(run):
             continue
-        return record  # type: ignore[no-any-return]
+        if checkpoint is not None and record.checkpoint_id == checkpoint:
+            return record  # type: ignore[no-any-return]
+        if found is None:
+            found = record
+            if checkpoint is None and (run is None or record.run_id == run):
+                return record  # type: ignore[no-any-return]
+        elif checkpoint is not None and found.checkpoint_id != record.checkpoint_id:
+            raise LookupError(
+                f"checkpoint {shown(checkpoint)} of thread {shown(thread)} is ambiguous: it begins "
+                f"{shown(found.checkpoint_id)} and {shown(record.checkpoint_id)}; give more of it"
+            )
+        elif checkpoint is None and run is not None and found.run_id != record.run_id:
+            raise LookupError(
+                f"run {shown(run)} of thread {shown(thread)} is ambiguous: it begins "
+                f"{shown(found.run_id)} and {shown(record.run_id)}; give more of it"
+            )
+    if found is not None:
+        return found
     wanted = [
         f"step {step}" if step is not None else "",
         f"checkpoint {shown(checkpoint)}" if checkpoint else "",
@@ -68,6 +88,8 @@ def read_diff(
     if checkpoint_b is None:
         record = find_step(saver, thread_b, namespace, to_step, None, None)
         checkpoint_b, parent_b = record.checkpoint_id, record.parent_checkpoint_id
+    else:  # given, perhaps by a prefix as the tables show it
+        checkpoint_b = find_step(saver, thread_b, namespace, None, checkpoint_b, None).checkpoint_id
     if checkpoint_a is None:
         if from_step is not None:
             checkpoint_a = find_step(saver, thread_a, namespace, from_step, None, None).checkpoint_id
@@ -75,5 +97,7 @@ def read_diff(
             checkpoint_a = parent_b
         else:
             checkpoint_a = find_step(saver, thread_a, namespace, None, None, None).checkpoint_id
+    else:
+        checkpoint_a = find_step(saver, thread_a, namespace, None, checkpoint_a, None).checkpoint_id
     found = diff_states(state_of(saver, thread_a, namespace, checkpoint_a), state_of(saver, thread_b, namespace, checkpoint_b))
     return checkpoint_a, checkpoint_b, found

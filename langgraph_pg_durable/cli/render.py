@@ -34,12 +34,33 @@ class Format(str, Enum):
 
 @dataclass(frozen=True)
 class Column:
-    """One column of a table: its header, the record field it shows, how to show it."""
+    """One column of a table: its header, the record field it shows (none: the record), how to show it."""
 
     header: str
     field: str
     show: Callable[[Any], str] = lambda value: "" if value is None else str(value)
     style: str | None = None
+    short_id: bool = False  # an id: shown by its shortest prefix unique on the page (see short_ids)
+    width: int | None = None  # a longer cell is cut, with an ellipsis
+
+
+SHORTEST_ID = 8
+
+
+def short_ids(ids: Sequence[str], *, least: int = SHORTEST_ID) -> int:
+    """How many leading characters tell `ids` apart, as git shortens hashes (at least
+    `least`): a checkpoint's or run's id begins with its time, so two taken in the same
+    second share their first eight."""
+    distinct = sorted(set(i for i in ids if i))
+    length = least
+    for a, b in zip(distinct, distinct[1:]):
+        common = next((n for n, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        length = max(length, common + 1)
+    return length
+
+
+def _cut(cell: str, width: int | None) -> str:
+    return cell if width is None or len(cell) <= width else cell[: width - 1] + "…"
 
 
 def fields_of(record: Any) -> dict[str, Any]:
@@ -77,6 +98,13 @@ def when(value: Any) -> str:
     return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def took(ms: Any) -> str:
+    """How long a step took, for a person: 840ms, 2.4s, 3m."""
+    if not isinstance(ms, (int, float)) or isinstance(ms, bool):
+        return ""
+    return f"{ms:.0f}ms" if ms < 1000 else f"{ms / 1000:.1f}s" if ms < 60_000 else f"{ms / 60_000:.0f}m"
+
+
 @contextmanager
 def progress(description: str, *, enabled: bool, total: int | None = None) -> Iterator[Callable[[int], None]]:
     """A progress bar on stderr while the work runs (none when stderr is not a terminal,
@@ -108,8 +136,11 @@ def emit(
     out: TextIO | None = None,
     console: Console | None = None,
     empty: str = "nothing found",
+    full_ids: bool = False,
 ) -> int:
-    """Write every record in `fmt`; returns how many were written."""
+    """Write every record in `fmt`; returns how many were written. A table shows id
+    columns by their shortest unique prefix (`full_ids`: whole), and cuts long cells; JSON
+    has every field whole."""
     out = out or sys.stdout
     count = 0
     if fmt is Format.jsonl:
@@ -128,6 +159,11 @@ def emit(
     rows: list[list[str]] = []
 
     def flush() -> None:
+        for i, column in enumerate(columns):
+            if column.short_id and not full_ids:
+                keep = short_ids([row[i] for row in rows])
+                for row in rows:
+                    row[i] = row[i][:keep]
         # Columns as wide as their widest cell on this page, two spaces apart: rich's own
         # Table measured every cell again and took ten seconds for 10,000 rows.
         widths = [max(len(column.header), *(len(row[i]) for row in rows)) for i, column in enumerate(columns)]
@@ -151,7 +187,7 @@ def emit(
         rows.clear()
 
     for record in records:
-        rows.append([c.show(record.get(c.field)).replace("\n", " ") for c in columns])
+        rows.append([_cut(c.show(record.get(c.field) if c.field else record).replace("\n", " "), c.width) for c in columns])
         count += 1
         if len(rows) >= TABLE_PAGE:
             flush()

@@ -16,8 +16,8 @@ from ..core.actions import subgraph_path
 from ..errors import shown
 from .app import app, failing_cleanly
 from .filters import moment
-from .listing import FormatOption, LimitOption, SinceOption, UntilOption
-from .render import Column, Format, console_for, emit, fields_of, plain, when
+from .listing import FormatOption, FullIdsOption, LimitOption, SinceOption, UntilOption
+from .render import Column, Format, console_for, emit, fields_of, plain, took, when
 from .reading import find_step, read_step_view
 from .target import Target
 
@@ -27,8 +27,32 @@ STOPS = ("error", "interrupt")  # what can follow a step instead of the next one
 ROLE_STYLES = {"user": "green", "assistant": "cyan", "tool": "yellow", "system": "magenta"}
 
 
+def _task(task: Any) -> str:
+    """A task as a timeline names it: agent and action, then the tools it called, or the
+    start of its reply."""
+    text = f"{task.agent} {task.action_type}"
+    if task.tools:
+        return f"{text}: {', '.join(task.tools)}"
+    if task.reply:
+        return f"{text}: {task.reply!r}"
+    return text
+
+
 def _tasks(tasks: Any) -> str:
-    return ", ".join(f"{t.agent} ({t.action_type})" for t in tasks or ())
+    return "; ".join(_task(t) for t in tasks or ())
+
+
+def _made_by(record: dict[str, Any]) -> str:
+    return _tasks(record["made_by"]) or f"({record['source'] or 'no task'})"
+
+
+def _tokens(tasks: Any) -> str:
+    counts = [t.tokens for t in tasks or () if t.tokens is not None]
+    return f"{sum(counts):,}" if counts else ""
+
+
+def _created(value: Any) -> str:
+    return when(value)[5:]  # month, day and time: the year is this one's, as a rule
 
 
 def _namespace(ns: str) -> str:
@@ -38,14 +62,15 @@ def _namespace(ns: str) -> str:
 
 HISTORY_COLUMNS = [
     Column("step", "step"),
-    Column("namespace", "checkpoint_ns", _namespace),
-    Column("made by", "made_by", _tasks),
-    Column("source", "source"),
-    Column("created", "created_at", when),
+    Column("ns", "checkpoint_ns", _namespace, width=16),
+    Column("made by", "", _made_by, width=34),  # the whole record: its source when no task made it
+    Column("took", "duration_ms", took),
+    Column("tokens", "made_by", _tokens),
+    Column("created", "created_at", _created),
     Column("writes", "pending_writes"),
-    Column("then", "ran_from", lambda ts: ", ".join(f"{t.agent} {t.action_type}" for t in ts or () if t.action_type in STOPS)),
-    Column("run", "run_id", lambda r: r or "-"),
-    Column("checkpoint", "checkpoint_id"),
+    Column("then", "ran_from", lambda ts: ", ".join(f"{t.agent} {t.action_type}" for t in ts or () if t.action_type in STOPS), width=18),
+    Column("run", "run_id", lambda r: r or "-", short_id=True),
+    Column("checkpoint", "checkpoint_id", short_id=True),
 ]
 
 
@@ -60,9 +85,11 @@ def history(
     until: UntilOption = None,
     limit: LimitOption = None,
     fmt: FormatOption = Format.table,
+    full_ids: FullIdsOption = False,
 ) -> None:
-    """A thread's checkpoints, newest first: step, the tasks that made it, its run, its
-    pending writes, an error or interrupt that followed. No value is read."""
+    """A thread's checkpoints, newest first: step, the tasks that made it (the tools they
+    called, the start of a reply), how long it took and the tokens it reported, its run,
+    its pending writes, an error or interrupt that followed. No value is read."""
     start, end = moment(since, "--since"), moment(until, "--until")
     target: Target = ctx.obj
     with target.saver() as saver:
@@ -71,7 +98,7 @@ def history(
             # Filtered, not cut off: an imported or copied thread's times need not follow its ids.
             kept = (r for r in records if (end is None or r.created_at < end) and (start is None or r.created_at >= start))
             records = itertools.islice(kept, limit)
-        emit((fields_of(r) for r in records), fmt, HISTORY_COLUMNS, empty=f"thread {shown(thread)} has no checkpoints")
+        emit((fields_of(r) for r in records), fmt, HISTORY_COLUMNS, empty=f"thread {shown(thread)} has no checkpoints", full_ids=full_ids)
 
 
 @app.command()

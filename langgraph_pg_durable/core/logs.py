@@ -32,6 +32,7 @@ class RunRecord:
     steps: int
     status: str  # done, interrupted, error or running
     agents: tuple[str, ...]
+    tokens: int | None = None  # what its model replies report, each once (None: none reported)
 
 
 @dataclass(frozen=True)
@@ -79,10 +80,17 @@ class RunScan(Pager):
         }
         super().__init__(page_limit(limit, "list_runs()"), filters)
 
+    @property
+    def one_thread(self) -> bool:
+        """Whether the page is of one thread (its statement then names it everywhere)."""
+        return self.filters["thread_id"] is not None
+
     def take_page(self, rows: Sequence[Sequence[Any]]) -> list[RunRecord]:
         """The page's records (`sql.logs.RunColumn` rows); moves the keyset past them."""
         records = [
-            RunRecord(r[R.THREAD_ID], r[R.RUN_ID], r[R.STARTED_AT], r[R.ENDED_AT], r[R.STEPS], r[R.STATUS], tuple(r[R.AGENTS] or ()))
+            RunRecord(
+                r[R.THREAD_ID], r[R.RUN_ID], r[R.STARTED_AT], r[R.ENDED_AT], r[R.STEPS], r[R.STATUS], tuple(r[R.AGENTS] or ()), r[R.TOKENS]
+            )
             for r in rows
         ]
         if records:

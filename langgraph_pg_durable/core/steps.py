@@ -28,6 +28,9 @@ class TaskRecord:
     agent: str
     action_type: str
     detail: Any = None  # an error's or interrupt's payload (ran_from only)
+    tools: tuple[str, ...] = ()  # the tools its new messages call (made_by only)
+    reply: str | None = None  # the start of its reply's text (made_by only)
+    tokens: int | None = None  # the tokens its new messages report (made_by only)
 
 
 @dataclass(frozen=True)
@@ -46,13 +49,36 @@ class StepRecord:
     pending_writes: int
     made_by: tuple[TaskRecord, ...]  # the tasks whose writes produced it (they ran from its parent)
     ran_from: tuple[TaskRecord, ...]  # the tasks that ran from it: the next step, or its error or interrupt
+    duration_ms: float | None = None  # since its parent was stored, for a step the graph ran
+
+    @property
+    def tokens(self) -> int | None:
+        """The tokens the tasks that made it report (None: none reported)."""
+        counts = [t.tokens for t in self.made_by if t.tokens is not None]
+        return sum(counts) if counts else None
 
 
 def _tasks(text: str | None, *, where: str) -> tuple[TaskRecord, ...]:
     entries = load_json(text) or []
-    if not isinstance(entries, list) or not all(isinstance(e, list) and len(e) in (3, 4) for e in entries):
+    if not isinstance(entries, list) or not all(isinstance(e, list) and 3 <= len(e) <= 7 for e in entries):
         raise ListIntegrityError(f"{where}: its action rows read back malformed")
-    return tuple(TaskRecord(*e) for e in entries)
+    return tuple(_task(e, where) for e in entries)
+
+
+def _task(entry: list[Any], where: str) -> TaskRecord:
+    task_id, agent, action_type, *rest = entry
+    detail, tools, reply, tokens = (rest + [None] * 4)[:4]
+    if not all(isinstance(v, str) for v in (task_id, agent, action_type)):
+        raise ListIntegrityError(f"{where}: its action rows read back malformed")
+    return TaskRecord(
+        task_id,
+        agent,
+        action_type,
+        detail,
+        tuple(t for t in tools if isinstance(t, str)) if isinstance(tools, list) else (),
+        reply if isinstance(reply, str) else None,
+        int(tokens) if isinstance(tokens, (int, float)) and not isinstance(tokens, bool) and tokens >= 0 else None,
+    )
 
 
 class StepScan(Pager):
@@ -95,6 +121,7 @@ class StepScan(Pager):
                     r[S.PENDING_WRITES],
                     _tasks(r[S.MADE_BY], where=where),
                     _tasks(r[S.RAN_FROM], where=where),
+                    r[S.DURATION_MS],
                 )
             )
         if records:

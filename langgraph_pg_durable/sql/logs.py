@@ -15,6 +15,7 @@ class RunColumn(Columns):
     STEPS = 4
     STATUS = 5
     AGENTS = 6
+    TOKENS = 7  # not the view's: see RUN_TOKENS
 
 
 class ActionColumn(Columns):
@@ -34,12 +35,27 @@ class ActionColumn(Columns):
     IDX = 10
 
 
-def runs_page(q: str, where: str) -> str:
-    """One page of `list_runs()` under `where` (built by core.logs from fixed fragments), newest first."""
+def run_tokens(q: str, *, one_thread: bool) -> str:
+    """The tokens a run's model replies report (`usage_metadata.total_tokens`), each reply
+    once though a subgraph node returns its sub-agent's replies again (NULL: none
+    reported). Guarded by type: a payload read back is not trusted to have our shape.
+    `one_thread`: the page's thread is `%(thread_id)s`, which the subquery names too."""
+    thread = "%(thread_id)s" if one_thread else "r.thread_id"
+    return f"""(SELECT sum((u.m->'usage_metadata'->>'total_tokens')::numeric) FROM (
+        SELECT DISTINCT ON (coalesce(s.m->>'id', md5(s.m::text))) s.m FROM (
+            SELECT jsonb_path_query(a.payload, '$.messages[*] ? (@.usage_metadata.total_tokens.type() == "number")') AS m
+            FROM {q}.action_log a
+            WHERE a.thread_id = {thread} AND a.run_id = r.run_id) s) u)"""
+
+
+def runs_page(q: str, where: str, *, one_thread: bool = False) -> str:
+    """One page of `list_runs()` under `where` (built by core.logs from fixed fragments),
+    newest first; `one_thread`: `where` names the thread."""
+    columns = ", ".join(f"r.{name}" for name in RunColumn.names() if name != "tokens")
     return f"""
-SELECT {", ".join(RunColumn.names())}
-FROM {q}.runs WHERE {where}
-ORDER BY started_at DESC, thread_id DESC, run_id DESC
+SELECT {columns}, {run_tokens(q, one_thread=one_thread)}::bigint AS tokens
+FROM {q}.runs r WHERE {where}
+ORDER BY r.started_at DESC, r.thread_id DESC, r.run_id DESC
 LIMIT %(page)s"""
 
 

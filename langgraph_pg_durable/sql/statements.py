@@ -99,9 +99,10 @@ class Statements:
         """One page of `list()` under `where` (built by core.history from fixed fragments)."""
         return reads.list_page(self.q, where)
 
-    def runs_page(self, where: str) -> str:
-        """One page of `list_runs()` under `where` (built by core.logs from fixed fragments)."""
-        return logs.runs_page(self.q, where)
+    def runs_page(self, where: str, *, one_thread: bool = False) -> str:
+        """One page of `list_runs()` under `where` (built by core.logs from fixed fragments);
+        `one_thread`: `where` names the thread."""
+        return logs.runs_page(self.q, where, one_thread=one_thread)
 
     def actions_page(self, where: str, *, one_thread: bool = False) -> str:
         """One page of `list_actions()` under `where` (built by core.logs from fixed

@@ -20,8 +20,21 @@ class StepColumn(Columns):
     CREATED_AT = 7
     METADATA = 8  # jsonb as text
     PENDING_WRITES = 9
-    MADE_BY = 10  # JSON text: [[task_id, agent, action_type], ...] of the tasks that ran from the parent
+    # JSON text: [[task_id, agent, action_type, null, tools, reply, tokens], ...] of the tasks
+    # that ran from the parent (see TASK_SUMMARY)
+    MADE_BY = 10
     RAN_FROM = 11  # JSON text: [[task_id, agent, action_type, payload of an error or interrupt], ...]
+    DURATION_MS = 12  # since the parent checkpoint, for a step the graph ran (source loop)
+
+
+# What a person scanning a timeline needs of a task's row, from its payload alone (no value
+# read): the tools its new messages call, its reply's first 120 characters, the tokens they
+# report. Guarded by type: a payload read back is not trusted to have the shape we wrote.
+TASK_SUMMARY = """jsonb_path_query_array(a.payload, '$.messages[*].tool_calls[*].function.name ? (@.type() == "string")'),
+    left(jsonb_path_query_array(a.payload,
+        '$.messages[*] ? (@.role == "assistant" && @.content.type() == "string" && @.content != "").content') ->> -1, 120),
+    (SELECT sum((t.v #>> '{}')::numeric) FROM jsonb_path_query(a.payload,
+        '$.messages[*].usage_metadata.total_tokens ? (@.type() == "number")') AS t(v))"""
 
 
 def steps_page(q: str, where: str) -> str:
@@ -57,16 +70,21 @@ SELECT p.thread_id, p.checkpoint_ns, p.checkpoint_id, p.parent_checkpoint_id, p.
         WHERE w.thread_id = %(thread_id)s AND w.checkpoint_ns = p.checkpoint_ns
           AND w.checkpoint_id = p.checkpoint_id) AS pending_writes,
        CASE WHEN p.source IN ('update', 'fork') THEN (
-           SELECT json_agg(json_build_array(e.task_id, e.agent, e.action_type)) FROM (
-               SELECT a.task_id, a.agent, a.action_type {tasks.format(at="p.parent_checkpoint_id")}
+           SELECT json_agg(e.entry) FROM (
+               SELECT json_build_array(a.task_id, a.agent, a.action_type, NULL, {TASK_SUMMARY}) AS entry
+               {tasks.format(at="p.parent_checkpoint_id")}
                  AND {edit} AND a.created_at <= p.created_at AND a.created_at > coalesce({previous_sibling}, '-infinity')
                ORDER BY a.created_at DESC, a.task_id LIMIT 1) e)
-       ELSE (SELECT json_agg(json_build_array(a.task_id, a.agent, a.action_type) ORDER BY a.created_at, a.task_id)
+       ELSE (SELECT json_agg(json_build_array(a.task_id, a.agent, a.action_type, NULL, {TASK_SUMMARY}) ORDER BY a.created_at, a.task_id)
         {tasks.format(at="p.parent_checkpoint_id")} AND NOT {edit})
        END::text AS made_by,
        (SELECT json_agg(json_build_array(a.task_id, a.agent, a.action_type,
                         CASE WHEN a.action_type IN ('error', 'interrupt') THEN a.payload END)
                         ORDER BY a.created_at, a.task_id)
-        {tasks.format(at="p.checkpoint_id")} AND NOT {edit})::text AS ran_from
+        {tasks.format(at="p.checkpoint_id")} AND NOT {edit})::text AS ran_from,
+       CASE WHEN p.source = 'loop' THEN extract(epoch FROM p.created_at - (
+           SELECT b.created_at FROM {q}.checkpoints b
+           WHERE b.thread_id = %(thread_id)s AND b.checkpoint_ns = p.checkpoint_ns AND b.checkpoint_id = p.parent_checkpoint_id)) * 1000
+       END::float8 AS duration_ms
 FROM page p
 ORDER BY p.checkpoint_id DESC"""

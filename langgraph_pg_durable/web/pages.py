@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, Response
 
 from ..cli.filters import metadata_filter, moment
 from ..cli.reading import find_step, read_diff, read_step_view
-from ..cli.render import fields_of, plain
+from ..cli.render import fields_of, plain, took
 from ..core.actions import subgraph_path
 from ..core.runs import RUN_STATUSES
 from ..errors import ConfigError
@@ -56,7 +56,7 @@ def _cut(text: str) -> str:
 
 
 environment = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
-environment.filters.update(when=_when, pretty=_pretty, jsontext=_json_text, cut=_cut, urlpart=lambda v: quote(str(v), safe=""))
+environment.filters.update(when=_when, took=took, pretty=_pretty, jsontext=_json_text, cut=_cut, urlpart=lambda v: quote(str(v), safe=""))
 
 
 def render(name: str, **context: Any) -> HTMLResponse:

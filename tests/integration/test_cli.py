@@ -96,8 +96,9 @@ def test_threads_filters(pg_dsn: str, schema: str, sample: dict[str, str], args:
 def test_runs_newest_first_with_their_agents(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
     runs = as_json(lgpd(pg_dsn, schema, "runs", "calc-1", "-f", "json"))
     assert len(runs) == 2 and runs[0]["started_at"] >= runs[1]["started_at"]
-    assert set(runs[0]) == {"thread_id", "run_id", "started_at", "ended_at", "steps", "status", "agents"}
+    assert set(runs[0]) == {"thread_id", "run_id", "started_at", "ended_at", "steps", "status", "agents", "tokens"}
     assert runs[1]["agents"] == ["__start__", "agent", "tools"] and runs[1]["steps"] == 5
+    assert [r["tokens"] for r in runs] == [34, 17 + 26]  # each reply's usage_metadata once
     failed = as_json(lgpd(pg_dsn, schema, "runs", "--status", "error", "-f", "json"))
     assert [r["thread_id"] for r in failed] == ["flaky-1"]
     anas = as_json(lgpd(pg_dsn, schema, "runs", "--where", "meta.user=ana", "--limit", "1", "-f", "json"))
@@ -203,7 +204,34 @@ def test_history_nests_subgraph_namespaces(pg_dsn: str, schema: str, sample: dic
     assert namespaces == {"", "researcher", "writer"}
     assert [r["checkpoint_ns"] for r in as_json(lgpd(pg_dsn, schema, "history", "team-1", "--ns", "", "-f", "json"))] == [""] * 7
     table = lgpd(pg_dsn, schema, "history", "team-1")
-    assert table.exit_code == 0 and "writer/model (llm_call)" in table.stdout
+    assert table.exit_code == 0 and "writer/model llm_call" in table.stdout
+
+
+def test_the_timeline_names_tools_replies_time_and_tokens_and_fits_120_columns(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
+    table = lgpd(pg_dsn, schema, "history", "calc-1")
+    lines = table.stdout.splitlines()
+    assert table.exit_code == 0 and max(len(line) for line in lines) <= 120, max(lines, key=len)
+    step = {line.split()[0]: line for line in lines[1:]}
+    assert "agent tool_call: add" in step["1"] and "17" in step["1"].split("add", 1)[1]  # the tool, and its tokens
+    assert "agent llm_call: '1 + 2 = 3'" in step["3"]
+    assert "(input)" in step["-1"] and "ms" in step["1"]  # no task made the input step; the others took time
+    rows = as_json(lgpd(pg_dsn, schema, "history", "calc-1", "-f", "json"))
+    shown_ids = [line.split()[-1] for line in lines[1:]]
+    assert all(full.startswith(short) and len(short) < len(full) for short, full in zip(shown_ids, (r["checkpoint_id"] for r in rows)))
+    assert len(set(shown_ids)) == len(shown_ids)  # each tells its checkpoint apart
+    # A shown id is taken back where an id is asked for.
+    one = json.loads(lgpd(pg_dsn, schema, "show", "calc-1", "--checkpoint", shown_ids[3], "-f", "json").stdout)
+    assert one["checkpoint_id"] == rows[3]["checkpoint_id"]
+    assert (
+        lgpd(pg_dsn, schema, "history", "calc-1", "--before", shown_ids[3], "-f", "json").stdout
+        == lgpd(pg_dsn, schema, "history", "calc-1", "--before", rows[3]["checkpoint_id"], "-f", "json").stdout
+    )
+    ambiguous = lgpd(pg_dsn, schema, "show", "calc-1", "--checkpoint", rows[0]["checkpoint_id"][:4])
+    assert ambiguous.exit_code != 0 and "ambiguous" in ambiguous.output
+    wide = lgpd(pg_dsn, schema, "history", "calc-1", "--full-ids")
+    assert rows[0]["checkpoint_id"] in wide.stdout and rows[0]["run_id"] in wide.stdout
+    runs = lgpd(pg_dsn, schema, "runs", "calc-1")
+    assert max(len(line) for line in runs.stdout.splitlines()) <= 120 and "43" in runs.stdout  # the first run's tokens
 
 
 def test_show_pairs_each_tool_call_with_its_result(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:

@@ -81,7 +81,11 @@ def test_a_thread_its_runs_and_steps(client: TestClient) -> None:
         "agent": "agent",
         "action_type": "tool_call",
         "detail": None,
+        "tools": ["add"],  # what a timeline names the step by
+        "reply": None,
+        "tokens": 17,
     }
+    assert runs[0]["tokens"] > 0
 
 
 def test_a_step_pairs_its_tool_call_and_the_diff_marks_changes(client: TestClient) -> None:

@@ -64,6 +64,8 @@ def test_a_thread_page_is_a_timeline_with_nested_subgraphs(client: TestClient) -
     html = page(client, "/threads/calc-1")
     assert html.count("data-checkpoint=") == 8 and 'href="/threads/calc-1/steps/1"' in html
     assert 'data-api="/api/threads/calc-1/steps?limit=50"' in html  # what the page polls for new steps
+    assert '<span class="tools">add</span>' in html and '<q class="reply">1 + 2 = 3</q>' in html  # what each step did
+    assert '<td class="num">17</td>' in html and "34 tokens" in html  # a step's tokens, and a run's
     team = page(client, "/threads/team-1")
     assert 'class="depth-1"' in team and '<span class="ns">writer</span>' in team
     failed = page(client, "/threads/flaky-1")

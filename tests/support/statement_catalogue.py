@@ -75,9 +75,9 @@ def _listing_pages(s: Statements) -> dict[str, Entry]:
     for combo in _subsets(list(run_filters)):
         scan = RunScan(**{k: run_filters[k] for k in combo})
         anchors = ONE if "thread_id" in combo else ANY_THREAD
-        out[f"list_runs {combo}"] = Entry(s.runs_page(scan.page_where()), anchors, "runs_page")
+        out[f"list_runs {combo}"] = Entry(s.runs_page(scan.page_where(), one_thread=scan.one_thread), anchors, "runs_page")
         scan.cursor = (moment, "t", "r")
-        out[f"list_runs {combo}, next page"] = Entry(s.runs_page(scan.page_where()), anchors, "runs_page")
+        out[f"list_runs {combo}, next page"] = Entry(s.runs_page(scan.page_where(), one_thread=scan.one_thread), anchors, "runs_page")
     action_filters = {
         "thread_id": "t",
         "run_id": "r",

@@ -15,6 +15,14 @@
     return iso ? iso.replace("T", " ").slice(0, 19) : "";
   }
 
+  // As the server's `took` filter writes a step's duration.
+  function took(ms) {
+    if (typeof ms !== "number") return "";
+    if (ms < 1000) return Math.round(ms) + "ms";
+    if (ms < 60000) return (ms / 1000).toFixed(1) + "s";
+    return Math.round(ms / 60000) + "m";
+  }
+
   function stepRow(step, pageBase) {
     const tr = document.createElement("tr");
     tr.dataset.checkpoint = step.checkpoint_id;
@@ -32,14 +40,25 @@
     tr.appendChild(num);
     const what = document.createElement("td");
     if (step.checkpoint_ns) what.appendChild(text("span", step.checkpoint_ns.split("|").map(p => p.split(":")[0]).join("/") + " ", "ns"));
+    let tokens = null;
     for (const t of step.made_by || []) {
       const span = text("span", t.agent + " ", "task " + t.action_type);
       span.appendChild(text("em", t.action_type));
+      if (t.tools && t.tools.length) {
+        span.appendChild(document.createTextNode(" "));
+        span.appendChild(text("span", t.tools.join(", "), "tools"));
+      } else if (t.reply) {
+        span.appendChild(document.createTextNode(" "));
+        span.appendChild(text("q", t.reply, "reply"));
+      }
+      if (typeof t.tokens === "number") tokens = (tokens || 0) + t.tokens;
       what.appendChild(span);
       what.appendChild(document.createTextNode(" "));
     }
     tr.appendChild(what);
     tr.appendChild(text("td", step.source || ""));
+    tr.appendChild(text("td", took(step.duration_ms), "num"));
+    tr.appendChild(text("td", tokens == null ? "" : tokens.toLocaleString("en-US"), "num"));
     const time = document.createElement("td");
     time.appendChild(text("time", when(step.created_at)));
     tr.appendChild(time);
