@@ -17,6 +17,7 @@ from rich.text import Text
 from .app import app, failing_cleanly
 from .render import Format, console_for
 from .reading import read_diff
+from .listing import InternalsOption
 from .state_diff import StateDiff
 from .target import Target
 
@@ -36,6 +37,7 @@ def diff(
     to_step: Annotated[int | None, typer.Option("--to", help="B's step (default: the newest)")] = None,
     namespace: Annotated[str, typer.Option("--ns", help="a subgraph's namespace (default: the root graph)")] = "",
     fmt: Annotated[Format, typer.Option("--format", "-f", help="table: a summary; json: an RFC 6902 patch from A to B")] = Format.table,
+    internals: InternalsOption = False,
 ) -> None:
     """What changed from A to B: messages added, removed and edited (matched by id), other
     channels by JSON path. Exits 0 when the same, 1 when they differ, 2 on trouble."""
@@ -44,7 +46,15 @@ def diff(
     thread_b, checkpoint_b = _side(second) if second is not None else (thread_a, None)
     with target.saver() as saver:
         checkpoint_a, checkpoint_b, found = read_diff(
-            saver, thread_a, checkpoint_a, thread_b, checkpoint_b, namespace=namespace, from_step=from_step, to_step=to_step
+            saver,
+            thread_a,
+            checkpoint_a,
+            thread_b,
+            checkpoint_b,
+            namespace=namespace,
+            from_step=from_step,
+            to_step=to_step,
+            internals=internals,
         )
     if fmt is Format.json:
         print(json.dumps(found.patch, ensure_ascii=False, indent=2))

@@ -18,6 +18,9 @@ LimitOption = Annotated[int | None, typer.Option(min=0, help="at most this many 
 SinceOption = Annotated[str | None, typer.Option(help="from this time, or this long ago (30m, 2h, 7d)")]
 UntilOption = Annotated[str | None, typer.Option(help="before this time, or this long ago")]
 WhereOption = Annotated[list[str] | None, typer.Option(help="metadata filter meta.KEY=VALUE (repeat to combine)")]
+InternalsOption = Annotated[
+    bool, typer.Option("--internals", help="LangGraph's own channels too (branch:to:*, join:*, __pregel_*, __start__)")
+]
 FullIdsOption = Annotated[bool, typer.Option("--full-ids", help="ids whole in the table (it shows each by its shortest unique prefix)")]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.steps import StepRecord
 from ..errors import shown
-from .state import checkpoint_config, state_at, values_of
+from .state import checkpoint_config, state_at, values_of, without_internals
 from .state_diff import StateDiff, diff_states
 from .step_view import step_view
 
@@ -55,20 +55,22 @@ def find_step(saver: Any, thread: str, namespace: str, step: int | None, checkpo
     raise LookupError(f"thread {shown(thread)} has no {what} in {place}")
 
 
-def read_step_view(saver: Any, record: StepRecord, *, full: bool = False) -> dict[str, Any]:
-    """`step_view` of a step: its run's actions, and its parent's state (and writes, with `full`)."""
+def read_step_view(saver: Any, record: StepRecord, *, full: bool = False, internals: bool = False) -> dict[str, Any]:
+    """`step_view` of a step: its run's actions, and its parent's state (and writes, with
+    `full`); what the tasks wrote to LangGraph's own channels only with `internals`."""
     thread, namespace = record.thread_id, record.checkpoint_ns
     actions = saver.list_actions(thread_id=thread, run_id=record.run_id) if record.run_id else saver.list_actions(thread_id=thread)
     parent = found = None
     if record.parent_checkpoint_id:
         found = saver.get_tuple(checkpoint_config(thread, namespace, record.parent_checkpoint_id))
         parent = values_of(saver, found) if found is not None else None
-    return step_view(record, actions, parent, full_writes=found.pending_writes if full and found is not None else None)
+    return step_view(record, actions, parent, full_writes=found.pending_writes if full and found is not None else None, internals=internals)
 
 
-def state_of(saver: Any, thread: str, namespace: str, checkpoint_id: str) -> dict[str, Any]:
-    """The state at a checkpoint, as LangGraph loads it (`state.values_of`)."""
-    return state_at(saver, thread, namespace, checkpoint_id)
+def state_of(saver: Any, thread: str, namespace: str, checkpoint_id: str, *, internals: bool = False) -> dict[str, Any]:
+    """The state at a checkpoint, as LangGraph loads it (`state.values_of`); LangGraph's
+    own channels only with `internals`."""
+    return without_internals(state_at(saver, thread, namespace, checkpoint_id), internals=internals)
 
 
 def read_diff(
@@ -81,9 +83,11 @@ def read_diff(
     namespace: str = "",
     from_step: int | None = None,
     to_step: int | None = None,
+    internals: bool = False,
 ) -> tuple[str, str, StateDiff]:
     """(A's checkpoint, B's checkpoint, their diff). B defaults to the step `to_step` (else
-    the newest); A to the step `from_step`, else B's parent in the same thread, else A's newest."""
+    the newest); A to the step `from_step`, else B's parent in the same thread, else A's
+    newest. LangGraph's own channels are compared only with `internals`."""
     parent_b = None
     if checkpoint_b is None:
         record = find_step(saver, thread_b, namespace, to_step, None, None)
@@ -99,5 +103,8 @@ def read_diff(
             checkpoint_a = find_step(saver, thread_a, namespace, None, None, None).checkpoint_id
     else:
         checkpoint_a = find_step(saver, thread_a, namespace, None, checkpoint_a, None).checkpoint_id
-    found = diff_states(state_of(saver, thread_a, namespace, checkpoint_a), state_of(saver, thread_b, namespace, checkpoint_b))
+    found = diff_states(
+        state_of(saver, thread_a, namespace, checkpoint_a, internals=internals),
+        state_of(saver, thread_b, namespace, checkpoint_b, internals=internals),
+    )
     return checkpoint_a, checkpoint_b, found

@@ -14,6 +14,24 @@ from ..errors import shown
 from .delta_values import delta_channels, rebuilt, unwrapped
 
 
+# LangGraph's own channels: the edges it tracks (`branch:to:node`, `join:a+b:node`,
+# `start:node` in older graphs), its task queue, its input and control markers. Not the
+# graph's state as its author wrote it: the commands and the page leave them out unless
+# asked (`--internals`, `?internals=1`).
+_INTERNAL_PREFIXES = ("branch:", "join:", "start:", "__pregel_")
+_INTERNAL_NAMES = frozenset({"__start__", "__end__", "__interrupt__", "__resume__", "__error__", "__no_writes__", "__scheduled__"})
+
+
+def is_internal(channel: str) -> bool:
+    """Whether a channel is LangGraph's own (an edge, its task queue, its input)."""
+    return channel in _INTERNAL_NAMES or channel.startswith(_INTERNAL_PREFIXES)
+
+
+def without_internals(values: dict[str, Any], *, internals: bool = False) -> dict[str, Any]:
+    """The state as its graph's author sees it (`internals`: every channel)."""
+    return values if internals else {k: v for k, v in values.items() if not (isinstance(k, str) and is_internal(k))}
+
+
 def checkpoint_config(thread: str, namespace: str, checkpoint_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread, "checkpoint_ns": namespace, "checkpoint_id": checkpoint_id}}
 

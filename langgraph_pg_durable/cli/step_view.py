@@ -17,6 +17,7 @@ from typing import Any
 from ..core.actions import as_messages, describe, message_json, readable
 from ..core.logs import ActionRecord
 from ..core.steps import StepRecord
+from .state import without_internals
 
 
 def prompt_of(values: Mapping[str, Any] | None) -> list[Any]:
@@ -56,8 +57,10 @@ def step_view(
     parent_values: Mapping[str, Any] | None,
     *,
     full_writes: Sequence[tuple[str, str, Any]] | None = None,
+    internals: bool = False,
 ) -> dict[str, Any]:
-    """The step as `lgpd show --format json` prints it (README, "Command line").
+    """The step as `lgpd show --format json` prints it (README, "Command line"). A task's
+    writes to LangGraph's own channels (`payload.state`) are left out unless `internals`.
 
     With `full_writes` (the parent checkpoint's pending writes, as read with their values),
     each response is described again from them: a value the log shows by size (it lives
@@ -72,7 +75,7 @@ def step_view(
         payload = a.payload
         if a.task_id in by_task:
             payload = json.loads(describe(by_task[a.task_id], checkpoint_ns=a.checkpoint_ns, task_id=a.task_id, task_path="").payload)
-        response.append({"agent": a.agent, "action_type": a.action_type, "task_id": a.task_id, "payload": payload})
+        response.append({"agent": a.agent, "action_type": a.action_type, "task_id": a.task_id, "payload": _shown(payload, internals)})
     results: dict[str, Any] = {}
     for action in runs:
         for message in _messages(action.payload):
@@ -108,6 +111,18 @@ def step_view(
         "interrupts": [i for t in pending if t.action_type == "interrupt" for i in _details(t.detail, "interrupts")],
         "errors": [{"agent": t.agent, "task_id": t.task_id, **_error(t.detail)} for t in pending if t.action_type == "error"],
     }
+
+
+def _shown(payload: Any, internals: bool) -> Any:
+    """A payload without the writes to LangGraph's own channels (unless `internals`)."""
+    state = payload.get("state") if isinstance(payload, Mapping) else None
+    if internals or not isinstance(state, Mapping):
+        return payload
+    kept = without_internals(dict(state))
+    out = {k: v for k, v in payload.items() if k != "state"}
+    if kept:
+        out["state"] = kept
+    return out
 
 
 def _details(detail: Any, key: str) -> Sequence[Any]:

@@ -16,7 +16,7 @@ from ..core.actions import subgraph_path
 from ..errors import shown
 from .app import app, failing_cleanly
 from .filters import moment
-from .listing import FormatOption, FullIdsOption, LimitOption, SinceOption, UntilOption
+from .listing import FormatOption, FullIdsOption, InternalsOption, LimitOption, SinceOption, UntilOption
 from .render import Column, Format, console_for, emit, fields_of, plain, took, when
 from .reading import find_step, read_step_view
 from .target import Target
@@ -112,13 +112,14 @@ def show(
     namespace: Annotated[str, typer.Option("--ns", help="a subgraph's namespace (default: the root graph)")] = "",
     full: Annotated[bool, typer.Option("--full", help="long texts whole, and offloaded values fetched from the object store")] = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="table for a person; json for a program")] = Format.table,
+    internals: InternalsOption = False,
 ) -> None:
     """One step for a person: the prompt the model saw, its response, each tool call with
     its result, and the interrupt or error that followed. Long texts are cut, and values in
     the object store shown by size, unless --full."""
     target: Target = ctx.obj
     with target.saver() as saver:
-        view = read_step_view(saver, find_step(saver, thread, namespace, step, checkpoint, run), full=full)
+        view = read_step_view(saver, find_step(saver, thread, namespace, step, checkpoint, run), full=full, internals=internals)
     if fmt is Format.table:
         _print_view(view, console_for(sys.stdout, piped_width=SHOW_WIDTH), cut=None if full else CUT_CHARS)
     else:

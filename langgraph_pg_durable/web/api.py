@@ -45,6 +45,11 @@ def _int(request: Request, name: str, default: int | None = None, *, maximum: in
     return min(value, maximum) if maximum is not None else value
 
 
+def _flag(query: Any, name: str) -> bool:
+    """A yes/no query parameter (`?internals=1`)."""
+    return query.get(name) in ("1", "true", "yes")
+
+
 def _step(text: str) -> int:
     try:
         return int(text)
@@ -92,7 +97,7 @@ def api_routes(saver: Callable[[], Any]) -> list[tuple[str, Callable[[Request], 
         thread, number = request.path_params["thread_id"], _step(request.path_params["step"])
         query = request.query_params
         record = find_step(saver(), thread, query.get("ns", ""), number, query.get("checkpoint") or None, query.get("run") or None)
-        return _json(read_step_view(saver(), record, full=query.get("full") in ("1", "true", "yes")))
+        return _json(read_step_view(saver(), record, full=_flag(query, "full"), internals=_flag(query, "internals")))
 
     def diff(request: Request) -> Response:
         thread = request.path_params["thread_id"]
@@ -108,6 +113,7 @@ def api_routes(saver: Callable[[], Any]) -> list[tuple[str, Callable[[Request], 
             namespace=query.get("ns", ""),
             from_step=_int(request, "from"),
             to_step=_int(request, "to"),
+            internals=_flag(query, "internals"),
         )
         return _json(
             {
@@ -126,7 +132,7 @@ def api_routes(saver: Callable[[], Any]) -> list[tuple[str, Callable[[Request], 
         thread = request.path_params["thread_id"]
         query = request.query_params
         record = find_step(saver(), thread, query.get("ns", ""), None, query.get("checkpoint") or None, None)
-        values = state_of(saver(), thread, record.checkpoint_ns, record.checkpoint_id)
+        values = state_of(saver(), thread, record.checkpoint_ns, record.checkpoint_id, internals=_flag(query, "internals"))
         return _json(
             {"thread_id": thread, "checkpoint_ns": record.checkpoint_ns, "checkpoint_id": record.checkpoint_id, "values": as_json(values)}
         )

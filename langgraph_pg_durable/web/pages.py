@@ -124,7 +124,8 @@ def page_routes(saver: Callable[[], Any], schema: str) -> list[tuple[str, Callab
         except ValueError:
             raise ConfigError(f"step {request.path_params['step']!r} is not a whole number") from None
         record = find_step(saver(), thread_id, "", number, None, request.query_params.get("run") or None)
-        view = read_step_view(saver(), record)
+        internals = request.query_params.get("internals") in ("1", "true", "yes")
+        view = read_step_view(saver(), record, internals=internals)
         root_steps = sorted({s.step for s in saver().list_steps(thread_id, checkpoint_ns="") if s.step is not None})
         earlier = [s for s in root_steps if s < number]
         later = [s for s in root_steps if s > number]
@@ -139,11 +140,13 @@ def page_routes(saver: Callable[[], Any], schema: str) -> list[tuple[str, Callab
                 thread_id,
                 record.checkpoint_id,
                 from_step=against,
+                internals=internals,
             )
         return render(
             "step.html",
             schema=schema,
             view=view,
+            internals=internals,
             prev_step=earlier[-1] if earlier else None,
             next_step=later[0] if later else None,
             against=against,

@@ -7,7 +7,8 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any
+import operator
+from typing import Annotated, Any, TypedDict
 
 import uuid
 from collections.abc import Iterator
@@ -16,6 +17,8 @@ import psycopg
 import pytest
 from psycopg import sql
 from typer.testing import CliRunner
+
+from langgraph.graph import START, StateGraph
 
 import agents
 from langgraph_pg_durable import DurablePostgresSaver
@@ -266,6 +269,39 @@ def test_show_what_is_not_there_exits_1(pg_dsn: str, schema: str, sample: dict[s
 
 
 # -- diff ----------------------------------------------------------------------------------------
+
+
+def test_langgraphs_own_channels_stay_out_of_diff_show_and_state_unless_asked(pg_dsn: str, schema_name: str) -> None:
+    # Two branches that join: LangGraph tracks the edges in channels of its own (join:*, branch:to:*).
+    def note(name: str) -> Any:
+        return lambda state: {"log": [name]}
+
+    builder = StateGraph(Trip)
+    for name in ("plan", "flights", "weather", "ask"):
+        builder.add_node(name, note(name))
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "flights")
+    builder.add_edge("plan", "weather")
+    builder.add_edge(["flights", "weather"], "ask")
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        builder.compile(checkpointer=saver).invoke({"log": []}, {"configurable": {"thread_id": "trip"}})
+
+    def paths(*extra: str) -> set[str]:
+        found = json.loads(lgpd(pg_dsn, schema_name, "diff", "trip", "--from", "1", "--to", "2", "-f", "json", *extra).stdout)
+        return {op["path"].split("/")[1] for op in found}
+
+    assert paths() == {"log"}
+    assert any(p.startswith(("join:", "branch:")) for p in paths("--internals")), paths("--internals")
+    shown_step = json.loads(lgpd(pg_dsn, schema_name, "show", "trip", "--step", "2", "-f", "json").stdout)
+    keys = {k for task in shown_step["response"] for k in task["payload"].get("state", {})}
+    assert keys == {"log"}
+    everything = json.loads(lgpd(pg_dsn, schema_name, "show", "trip", "--step", "2", "--internals", "-f", "json").stdout)
+    assert any(k.startswith(("join:", "branch:")) for task in everything["response"] for k in task["payload"].get("state", {}))
+
+
+class Trip(TypedDict):
+    log: Annotated[list[str], operator.add]
 
 
 def test_diff_marks_an_edited_message_and_exits_1(pg_dsn: str, schema_name: str) -> None:
