@@ -19,7 +19,7 @@ from rich.markup import escape
 from .. import __version__
 from ..errors import ConfigError, DurableCheckpointError
 from ..sql.schema import DEFAULT_SCHEMA, migrations
-from .target import Target
+from .target import Target, allowed_type
 
 app = typer.Typer(
     name="lgpd",
@@ -47,8 +47,19 @@ def connect(
         str | None,
         typer.Option(envvar="OBJECT_STORE_URL", show_envvar=True, help="where offloaded values live (s3://bucket/prefix, file:///dir)"),
     ] = None,
+    allow_type: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-type",
+            help="a class of your own that stored values hold, module:Name, imported and rebuilt on read (repeat for more)",
+        ),
+    ] = None,
 ) -> None:
-    ctx.obj = Target(dsn or None, schema, object_store or None)
+    try:
+        allowed = tuple(allowed_type(t) for t in allow_type or ())
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--allow-type") from None
+    ctx.obj = Target(dsn or None, schema, object_store or None, allowed)
 
 
 @overload

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..errors import DeserializationError, shown
 from .app import app, errors, failing_cleanly
 from .filters import import_attribute, metadata_filter, moment
 from .listing import SinceOption, WhereOption
@@ -101,6 +102,7 @@ class Counts:
     unsuccessful: int = 0
     duplicates: int = 0
     invalid: dict[str, int] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)  # thread id -> why its state could not be read
 
     def summary(self, redactor: Redactor) -> str:
         parts = [
@@ -113,6 +115,9 @@ class Counts:
             parts.append(f"{self.duplicates} duplicates")
         for reason, n in sorted(self.invalid.items()):
             parts.append(f"{n} invalid: {reason}")
+        if self.unreadable:
+            reasons = "; ".join(f"{shown(t)}: {why}" for t, why in sorted(self.unreadable.items()))
+            parts.append(f"skipped {len(self.unreadable)} unreadable threads ({reasons})")
         for pattern, n in redactor.counts.items():
             parts.append(f"redacted {n} matches of {pattern!r}")
         return "; ".join(parts)
@@ -203,10 +208,16 @@ def export(
                     if success_only and not successful:
                         counts.unsuccessful += 1
                         continue
-                    found = checkpoint_id and saver.get_tuple(
-                        {"configurable": {"thread_id": thread.thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
-                    )
-                    messages = (values_of(saver, found).get("messages") if found else None) or []
+                    try:
+                        found = checkpoint_id and saver.get_tuple(
+                            {"configurable": {"thread_id": thread.thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
+                        )
+                        messages = (values_of(saver, found).get("messages") if found else None) or []
+                    except DeserializationError as exc:
+                        # Counted with its reason and skipped, whole: a training line is never
+                        # made of a state read in part. The rest of the export goes on.
+                        counts.unreadable[thread.thread_id] = str(exc)
+                        break
                     try:
                         line = redactor(
                             plain(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.safe_serde import lenient_reads
 from ..core.steps import StepRecord
 from ..errors import shown
 from .state import checkpoint_config, state_at, values_of, without_internals
@@ -61,10 +62,15 @@ def read_step_view(saver: Any, record: StepRecord, *, full: bool = False, intern
     thread, namespace = record.thread_id, record.checkpoint_ns
     actions = saver.list_actions(thread_id=thread, run_id=record.run_id) if record.run_id else saver.list_actions(thread_id=thread)
     parent = found = None
-    if record.parent_checkpoint_id:
-        found = saver.get_tuple(checkpoint_config(thread, namespace, record.parent_checkpoint_id))
-        parent = values_of(saver, found) if found is not None else None
-    return step_view(record, actions, parent, full_writes=found.pending_writes if full and found is not None else None, internals=internals)
+    # What a person reads: a value of a type this process would not rebuild shows as its
+    # fields, and the view names the type (`unreadable_types`), rather than nothing at all.
+    with lenient_reads() as unreadable:
+        if record.parent_checkpoint_id:
+            found = saver.get_tuple(checkpoint_config(thread, namespace, record.parent_checkpoint_id))
+            parent = values_of(saver, found) if found is not None else None
+    view = step_view(record, actions, parent, full_writes=found.pending_writes if full and found is not None else None, internals=internals)
+    view["unreadable_types"] = unreadable
+    return view
 
 
 def state_of(saver: Any, thread: str, namespace: str, checkpoint_id: str, *, internals: bool = False) -> dict[str, Any]:
@@ -103,8 +109,9 @@ def read_diff(
             checkpoint_a = find_step(saver, thread_a, namespace, None, None, None).checkpoint_id
     else:
         checkpoint_a = find_step(saver, thread_a, namespace, None, checkpoint_a, None).checkpoint_id
-    found = diff_states(
-        state_of(saver, thread_a, namespace, checkpoint_a, internals=internals),
-        state_of(saver, thread_b, namespace, checkpoint_b, internals=internals),
-    )
+    with lenient_reads():  # a type this process does not rebuild is compared by its fields
+        found = diff_states(
+            state_of(saver, thread_a, namespace, checkpoint_a, internals=internals),
+            state_of(saver, thread_b, namespace, checkpoint_b, internals=internals),
+        )
     return checkpoint_a, checkpoint_b, found

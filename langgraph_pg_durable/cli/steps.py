@@ -150,6 +150,9 @@ def _print_view(view: dict[str, Any], console: Console, *, cut: int | None) -> N
         head.append(f"  in {_namespace(view['checkpoint_ns'])}")
     console.print(head)
     console.print(Text(f"checkpoint {view['checkpoint_id']}", style="dim"))
+    if view.get("unreadable_types"):
+        names = ", ".join(view["unreadable_types"])
+        console.print(Text(f"note: values of {names} shown as their fields (not rebuilt here; --allow-type module:Name)", style="yellow"))
     console.print(Rule("prompt", style="dim"))
     for message in view["prompt"] or [{"role": "-", "content": "(no messages before this step)"}]:
         _message(console, message, cut)

@@ -25,6 +25,18 @@ CLI_RETRY = RetryPolicy(deadline=5.0, max_attempts=4, reconnect_deadline=5.0)
 CONNECT_TIMEOUT = 10.0
 
 
+def allowed_type(text: str) -> tuple[str, str]:
+    """`module:Name` (or `module.Name`) of `--allow-type` as (module, name), refused by name
+    when it is neither."""
+    module, sep, name = text.partition(":")
+    if not sep:
+        module, _, name = text.rpartition(".")
+    parts = [*module.split("."), *name.split(".")]
+    if not module or not name or not all(p.isidentifier() for p in parts):
+        raise ConfigError(f"--allow-type takes module:Name (a class of your own, e.g. myapp.models:UserProfile), got {shown(text)}")
+    return module, name
+
+
 @dataclass(frozen=True)
 class Target:
     """The `--dsn` and `--schema` of a command line (dsn None: resolve it as the module says)."""
@@ -32,6 +44,7 @@ class Target:
     dsn: str | None = None
     schema: str = DEFAULT_SCHEMA
     object_store: str | None = None  # a URL; None: the quickstart's directory with the embedded server, else none
+    allowed_types: tuple[tuple[str, str], ...] = ()  # --allow-type module:Name, as (module, name)
 
     def conn_string(self) -> str:
         if self.dsn:
@@ -48,7 +61,13 @@ class Target:
         conn_string = self.conn_string()
         store = self.object_store or (resolve_object_store() if not self.dsn else None)
         with DurablePostgresSaver.from_conn_string(
-            conn_string, schema=self.schema, max_size=2, timeout=CONNECT_TIMEOUT, retry=CLI_RETRY, object_store=store
+            conn_string,
+            schema=self.schema,
+            max_size=2,
+            timeout=CONNECT_TIMEOUT,
+            retry=CLI_RETRY,
+            object_store=store,
+            allowed_types=self.allowed_types,
         ) as saver:
             if need_schema:
                 self._check_schema(saver)

@@ -11,10 +11,11 @@ back as an error instead of as other data.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import ormsgpack
@@ -91,6 +92,25 @@ def checked_msgpack_loads(load: Callable[[bytes], Any], data: bytes, serde: Seri
     return _refusing_blocked(load, data, serde)
 
 
+@contextlib.contextmanager
+def lenient_reads() -> Iterator[list[str]]:
+    """Within it, on this thread, a stored value naming a type the policy refuses decodes
+    as LangGraph's serializer leaves it (the type's raw fields, nothing imported or called)
+    instead of raising; yields the list of the names so left, for the reader to say so.
+    For the commands and the replay page, which show what they can; never a graph's reads."""
+    outer = getattr(_decoding, "lenient", None)
+    names: list[str] = []
+    _decoding.lenient = names
+    try:
+        yield names
+    finally:
+        _decoding.lenient = outer
+
+
+def _blocked_name(event: SerdeEvent) -> str:
+    return ".".join(filter(None, (str(event.get("module")), str(event.get("name")), event.get("method"))))
+
+
 def _refusing_blocked(decode: Callable[[Any], Any], data: Any, serde: Any = None) -> Any:
     outer = getattr(_decoding, "blocked", None)
     seen: list[SerdeEvent] = []
@@ -99,9 +119,13 @@ def _refusing_blocked(decode: Callable[[Any], Any], data: Any, serde: Any = None
         value = decode(data)
     finally:
         _decoding.blocked = outer
+    lenient = getattr(_decoding, "lenient", None)
+    if seen and lenient is not None:
+        lenient.extend(name for name in map(_blocked_name, seen) if name not in lenient)
+        return value
     if seen:
         event = seen[0]
-        name = ".".join(filter(None, (str(event.get("module")), str(event.get("name")), event.get("method"))))
+        name = _blocked_name(event)
         policy = getattr(getattr(serde, "serde", serde), "policy", None)
         reason = None
         if isinstance(policy, TypePolicy) and not event.get("method"):

@@ -22,6 +22,7 @@ from ..cli.filters import WHERE_PREFIX, metadata_filter, moment
 from ..cli.reading import find_step, read_diff, read_step_view, state_of
 from ..cli.render import fields_of, to_json
 from ..cli.state_diff import as_json
+from ..core.safe_serde import lenient_reads
 from ..errors import ConfigError
 
 MAX_LIMIT = 1000
@@ -132,9 +133,16 @@ def api_routes(saver: Callable[[], Any]) -> list[tuple[str, Callable[[Request], 
         thread = request.path_params["thread_id"]
         query = request.query_params
         record = find_step(saver(), thread, query.get("ns", ""), None, query.get("checkpoint") or None, None)
-        values = state_of(saver(), thread, record.checkpoint_ns, record.checkpoint_id, internals=_flag(query, "internals"))
+        with lenient_reads() as unreadable:  # a type this server does not rebuild shows as its fields, named
+            values = state_of(saver(), thread, record.checkpoint_ns, record.checkpoint_id, internals=_flag(query, "internals"))
         return _json(
-            {"thread_id": thread, "checkpoint_ns": record.checkpoint_ns, "checkpoint_id": record.checkpoint_id, "values": as_json(values)}
+            {
+                "thread_id": thread,
+                "checkpoint_ns": record.checkpoint_ns,
+                "checkpoint_id": record.checkpoint_id,
+                "values": as_json(values),
+                "unreadable_types": unreadable,
+            }
         )
 
     return [
