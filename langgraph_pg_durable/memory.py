@@ -398,6 +398,11 @@ class MessageMemory:
             while len(self._held) > self._max_checkpoints:
                 self._held.popitem(last=False)
 
+    def held(self, thread_id: str, ns: str, checkpoint_id: str) -> Mapping[str, Any] | None:
+        """The messages (by id) a checkpoint's channels hold, if it is known (one holding none is not)."""
+        with self._lock:
+            return self._held.get((thread_id, ns, checkpoint_id))
+
     def wrote(self, thread_id: str, ns: str, checkpoint_id: str, messages: Mapping[str, Any]) -> None:
         """The messages (by id) a task's writes to a checkpoint held."""
         if not messages:

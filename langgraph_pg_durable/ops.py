@@ -28,7 +28,17 @@ from .core.codec import Codec, load_json
 from .core.decode import DETAIL_REFS, CheckpointRow
 from .core.delta_history import DeltaWalk, replay_ancestors
 from .core.durability import Durability, check_synchronous_commit
-from .core.actions import UNKNOWN_SEND, SendToName, agent_label, held_messages, send_index, send_nodes, written_messages
+from .core.actions import (
+    UNKNOWN_SEND,
+    SendToName,
+    agent_label,
+    describe_unsaved,
+    held_messages,
+    send_index,
+    send_nodes,
+    steps_unsaved,
+    written_messages,
+)
 from .core.backfill import CheckpointFacts, Decoded, WriteFacts, decoded_for_backfill, store_params, thread_backfill
 from .core.encode import PACKED_WRITES_TYPE
 from .core.history import HistoryScan
@@ -749,7 +759,43 @@ class SaverCore(BaseCheckpointSaver[str]):
         assert stored is not None
         if waiting_sends:
             yield from self._name_sends(key.thread_id, key.checkpoint_ns, checkpoint["id"], waiting_sends, send_nodes(checkpoint))
+        if self.action_log and invocation_run is not None and not key.checkpoint_ns:
+            yield from self._log_unsaved_run(key, checkpoint, metadata, run_id)
         return stored  # type: ignore[no-any-return]
+
+    def _log_unsaved_run(self, key: CheckpointKey, checkpoint: Checkpoint, metadata: Any, run_id: str | None) -> Plan[None]:
+        """After the put of a run's last checkpoint when LangGraph saved none before it
+        (durability="exit"): the run's action row, from what the checkpoint holds that its
+        parent did not (see `actions.describe_unsaved`). Nothing when the parent is not
+        known to this saver: its messages are then unknown too."""
+        parent_id = key.checkpoint_id
+        parent = self.notes.get(key.thread_id, key.checkpoint_ns, parent_id) if parent_id else None
+        if parent_id and parent is None:
+            return
+        step = metadata.get("step") if isinstance(metadata, Mapping) else None
+        steps = steps_unsaved(step, parent[0] if parent else None, parent_id is not None)
+        if not steps:
+            return
+        before = (self.messages.held(key.thread_id, key.checkpoint_ns, parent_id) if parent_id else None) or {}
+        now = self.messages.held(key.thread_id, key.checkpoint_ns, checkpoint["id"]) or {}
+        action = describe_unsaved([m for i, m in now.items() if i not in before], steps)
+        yield Query(
+            f"action row of the run that made checkpoint {shown(checkpoint['id'])} on thread {shown(key.thread_id)}",
+            self.sql.log_unsaved_run,
+            {
+                "thread_id": key.thread_id,
+                "checkpoint_ns": key.checkpoint_ns,
+                "checkpoint_id": parent_id or checkpoint["id"],
+                "task_id": checkpoint["id"],
+                "run_id": run_id or "",
+                "action_step": step,
+                "agent": action.agent,
+                "action_type": action.action_type,
+                "payload": action.payload,
+            },
+            lambda fetched: None,
+            locks=self._locks([key.thread_id]),
+        )
 
     def _routing_plan(self, operation: str) -> Plan[None]:
         """Settle `routed_writes` when it is None, before the first write (`operation`):

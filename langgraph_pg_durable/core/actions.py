@@ -230,6 +230,29 @@ def describe(
     return Action(agent, action_type, dump_json(payload), idx)
 
 
+UNSAVED_AGENT = "__unsaved__"  # the agent of a run whose tasks were not saved (durability="exit")
+
+
+def steps_unsaved(step: Any, parent_step: int | None, has_parent: bool) -> int:
+    """How many super-steps a run took whose puts LangGraph skipped (durability="exit": it
+    puts only a run's last checkpoint, and its tasks' writes are never saved), from a root
+    checkpoint's step and its parent's; 0 for a put that follows its parent step by step."""
+    if not isinstance(step, int) or isinstance(step, bool):
+        return 0
+    if not has_parent:
+        return step + 1 if step >= 0 else 0  # a thread's first checkpoint is otherwise its input, at step -1
+    return step - parent_step if parent_step is not None and step - parent_step > 1 else 0
+
+
+def describe_unsaved(messages: Sequence[Any], steps: int) -> Action:
+    """What the log can say of a run whose tasks were not saved (durability="exit"): the
+    messages new in its last checkpoint, typed by them, and how many steps it took."""
+    kinds = {_message_kind(m) for m in messages}
+    action_type = next((kind for kind in ACTION_TYPES if kind in kinds), "decision")
+    payload = {"messages": [message_json(m) for m in messages], "unsaved_steps": steps}
+    return Action(UNSAVED_AGENT, action_type, dump_json(payload), 0)
+
+
 def _send(send: Any) -> Any:
     """A Send as the log keeps it. A ToolNode's Send (`create_react_agent`) carries the tool
     call and the whole state it hands the tool: the state is named by its channels, not

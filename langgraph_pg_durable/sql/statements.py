@@ -56,6 +56,7 @@ class Statements:
         }
         self.parent_status = writes.parent_status(q)
         self.name_sends = compact(writes.name_sends(q))
+        self.log_unsaved_run = compact(writes.log_unsaved_run(q))
         self.put_writes = {
             (replace, offloaded, log): compact(writes.put_writes(q, replace=replace, offloaded=offloaded, log=log))
             for replace in BOTH

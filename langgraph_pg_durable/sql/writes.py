@@ -377,3 +377,19 @@ UPDATE {q}.run_log r SET agents = (
         ) u GROUP BY u.name
     ) n)
 WHERE r.thread_id = %(thread_id)s AND r.run_id = ANY(%(run_ids)b::text[])"""
+
+
+def log_unsaved_run(q: str) -> str:
+    """The action row of a run whose tasks were not saved (durability="exit": LangGraph puts
+    only its last checkpoint), stored against the checkpoint it ran from (its own, for a
+    thread's first run), and its agent in the run's row. Sent after that checkpoint's put,
+    only then; idempotent."""
+    return f"""
+WITH logged AS (
+    INSERT INTO {q}.action_log (thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload)
+    VALUES (%(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(run_id)s, 0, %(action_step)s::int,
+            %(agent)s, %(action_type)s, %(payload)s::jsonb)
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx) DO NOTHING
+)
+UPDATE {q}.run_log r SET agents = r.agents || ARRAY[%(agent)s::text]
+WHERE r.thread_id = %(thread_id)s AND r.run_id = %(run_id)s AND NOT %(agent)s::text = ANY(r.agents)"""

@@ -215,6 +215,27 @@ def test_tasks_started_by_send_are_named_after_their_node(saver: Any, pg_dsn: st
     assert [s["node"] for s in rows[0]["payload"]["sends"]] == ["worker"] * 3
 
 
+def test_under_durability_exit_each_run_is_logged_from_its_last_checkpoint(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    # LangGraph saves only a run's last checkpoint and none of its tasks' writes: the log
+    # says what it can, one row a run, typed by the messages new in that checkpoint.
+    config = thread()
+    tid = config["configurable"]["thread_id"]
+    agent = agents.tool_agent(saver, agents.calculator_replies())
+    agent.invoke({"messages": [("user", "what is 1+2?")]}, config, durability="exit")
+    agent.invoke({"messages": [("user", "thanks")]}, config, durability="exit")
+    rows = actions(pg_dsn, schema_name, tid)
+    assert kinds(rows) == [(3, "__unsaved__", "tool_call"), (6, "__unsaved__", "llm_call")]
+    assert [m["content"] for m in rows[0]["payload"]["messages"]] == ["what is 1+2?", "", "3", "1 + 2 = 3"]
+    assert [m["content"] for m in rows[1]["payload"]["messages"]] == ["thanks", "You're welcome."]
+    assert [r["payload"]["unsaved_steps"] for r in rows] == [4, 3]
+    runs = query(pg_dsn, schema_name, "SELECT run_id, agents, status FROM runs WHERE thread_id = %s ORDER BY started_at", tid)
+    assert [(r["agents"], r["status"]) for r in runs] == [(["__unsaved__"], "done")] * 2
+    assert [r["run_id"] for r in runs] == [r["run_id"] for r in rows]
+    # With the steps saved, no such row.
+    agent.invoke({"messages": [("user", "and 2+2?")]}, config, durability="sync")
+    assert [r["agent"] for r in actions(pg_dsn, schema_name, tid)].count("__unsaved__") == 2
+
+
 def test_a_send_task_whose_writes_come_before_its_checkpoint_is_named_by_the_put(saver: Any, pg_dsn: str, schema_name: str) -> None:
     # LangGraph calls a checkpoint's put only once the previous put is done, so with
     # durability="async" its Send tasks' writes can be stored first: forced here.
@@ -227,8 +248,8 @@ def test_a_send_task_whose_writes_come_before_its_checkpoint_is_named_by_the_put
     assert [r["agent"] for r in actions(pg_dsn, schema_name, thread_id)] == ["__send__"]  # not known yet, and said so
 
     root = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}, "metadata": {"run_id": "run-1"}}
-    saver.put(root, checkpoint, {"source": "loop", "step": 1, "parents": {}}, checkpoint["channel_versions"])
-    assert [(r["agent"], r["step"]) for r in actions(pg_dsn, schema_name, thread_id)] == [("critic", 2)]
+    saver.put(root, checkpoint, {"source": "input", "step": -1, "parents": {}}, checkpoint["channel_versions"])
+    assert [(r["agent"], r["step"]) for r in actions(pg_dsn, schema_name, thread_id)] == [("critic", 0)]
     (run,) = query(pg_dsn, schema_name, "SELECT agents FROM runs WHERE thread_id = %s", thread_id)
     assert run["agents"] == ["critic"]
 

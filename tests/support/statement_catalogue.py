@@ -127,6 +127,7 @@ def every_statement(schema: str = "s") -> dict[str, Entry]:
     for member, anchors in (
         ("parent_status", ONE),
         ("name_sends", ONE),
+        ("log_unsaved_run", ONE),
         ("checkpoint_facts", ONE),
         ("write_facts", ONE),
         ("backfill_store", ONE),
