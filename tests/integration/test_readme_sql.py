@@ -61,11 +61,21 @@ def populated(pg_dsn: str, schema_name: str) -> dict[str, Any]:
             agents.failing_tool(saver).invoke({"messages": [("user", "weather?")]}, failed, durability="sync")
         team = {"configurable": {"thread_id": f"team-{uuid.uuid4().hex[:6]}"}}
         agents.supervisor(saver).invoke({"messages": [("user", "write about tides")]}, team, durability="sync")
+        # A person retargets the pending tool call at a breakpoint: same message, same call id.
+        edited = {"configurable": {"thread_id": f"edited-{uuid.uuid4().hex[:6]}"}}
+        stepwise = agents.tool_agent(saver, agents.calculator_replies())
+        stepwise.interrupt_before_nodes = ["tools"]
+        stepwise.invoke({"messages": [("user", "what is 1+2?")]}, edited, durability="sync")
+        call = stepwise.get_state(edited).values["messages"][-1]
+        retargeted = call.model_copy(update={"tool_calls": [{**call.tool_calls[0], "args": {"a": 2, "b": 2}}]})
+        stepwise.update_state(edited, {"messages": [retargeted]})
+        stepwise.invoke(None, edited, durability="sync")
     with psycopg.connect(pg_dsn) as conn:
         runs = conn.execute(
             f'SELECT thread_id, run_id FROM "{schema_name}".runs ORDER BY started_at',
         ).fetchall()
-    ids = {name: config["configurable"]["thread_id"] for name, config in (("agent", agent), ("failed", failed), ("team", team))}
+    named = (("agent", agent), ("failed", failed), ("team", team), ("edited", edited))
+    ids = {name: config["configurable"]["thread_id"] for name, config in named}
     return {**ids, "runs": runs}
 
 
@@ -88,7 +98,9 @@ def test_each_readme_query_answers_on_a_populated_database(populated: dict[str, 
     rows = psql(pg_dsn, schema_name, tool_calls, agent="agent")
     by_thread = {r["thread_id"]: r for r in rows}
     calc = by_thread[populated["agent"]]
-    assert (calc["tool"], calc["arguments"], calc["result"]) == ("add", '{"a": 1, "b": 2}', "3")
+    assert (calc["tool"], calc["arguments"], calc["ran_with"], calc["result"]) == ("add", '{"a": 1, "b": 2}', '{"a": 1, "b": 2}', "3")
+    edited = by_thread[populated["edited"]]  # the model's arguments, the edited ones it ran with, and their result
+    assert (edited["arguments"], edited["ran_with"], edited["result"]) == ('{"a": 1, "b": 2}', '{"a": 2, "b": 2}', "4")
     flaky = by_thread[populated["failed"]]
     assert (flaky["tool"], flaky["result"]) == ("flaky", "")  # it raised: no result
     rows = psql(pg_dsn, schema_name, tool_calls, agent="researcher/model")
@@ -109,6 +121,10 @@ def test_each_readme_query_answers_on_a_populated_database(populated: dict[str, 
     ]
 
     rows = psql(pg_dsn, schema_name, tokens)
-    totals = {(r["thread_id"], r["run_id"]): (r["input_tokens"], r["output_tokens"], r["total_tokens"]) for r in rows}
+    totals = {
+        (r["thread_id"], r["run_id"]): (r["input_tokens"], r["output_tokens"], r["total_tokens"])
+        for r in rows
+        if r["thread_id"] == populated["agent"]
+    }
     second_run = [run for thread_id, run in populated["runs"] if thread_id == populated["agent"]][1]
     assert totals == {(populated["agent"], first_run): ("32", "11", "43"), (populated["agent"], second_run): ("30", "4", "34")}
