@@ -398,6 +398,18 @@ class MessageMemory:
             while len(self._held) > self._max_checkpoints:
                 self._held.popitem(last=False)
 
+    def also_held(self, thread_id: str, ns: str, checkpoint_id: str, messages: Mapping[str, Any]) -> None:
+        """More messages a checkpoint holds: a DeltaChannel's, which its put and get_tuple
+        do not carry, learned from the history LangGraph reads to rebuild it."""
+        if not messages:
+            return
+        with self._lock:
+            known = self._held.get((thread_id, ns, checkpoint_id), {})
+            self._held[(thread_id, ns, checkpoint_id)] = {**known, **messages}
+            self._held.move_to_end((thread_id, ns, checkpoint_id))
+            while len(self._held) > self._max_checkpoints:
+                self._held.popitem(last=False)
+
     def held(self, thread_id: str, ns: str, checkpoint_id: str) -> Mapping[str, Any] | None:
         """The messages (by id) a checkpoint's channels hold, if it is known (one holding none is not)."""
         with self._lock:

@@ -34,6 +34,7 @@ from .core.actions import (
     agent_label,
     describe_unsaved,
     held_messages,
+    replayed_messages,
     send_index,
     send_nodes,
     steps_unsaved,
@@ -856,7 +857,14 @@ class SaverCore(BaseCheckpointSaver[str]):
         while walk.needs_rows():
             walk.take((yield self._page_query(walk.scan)))
         tuples = (yield self._walk_details_query(walk)) if walk.path else []
-        return walk.result(tuples)
+        found = walk.result(tuples)
+        key = parse_config(config)
+        if self.action_log and key.checkpoint_id:
+            # A resumed run's tasks will write some of these messages again (a reviewed call):
+            # the action log must know them, though the checkpoint does not carry them.
+            for history in found.values():
+                self.messages.also_held(key.thread_id, key.checkpoint_ns, key.checkpoint_id, replayed_messages(history))
+        return found
 
     def _delete_for_runs_plan(self, run_ids: Sequence[str]) -> Plan[None]:
         """delete_for_runs, sparing the checkpoints a surviving DeltaChannel one replays."""

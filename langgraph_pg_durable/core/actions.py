@@ -333,6 +333,21 @@ def held_messages(channel_values: Mapping[str, Any]) -> dict[str, BaseMessage]:
     return out
 
 
+def replayed_messages(history: Mapping[str, Any]) -> dict[str, Any]:
+    """The messages a DeltaChannel's history replays (its seed value, then its writes, oldest
+    first), by id, each in its latest form: what the channel held at the checkpoint, less
+    what a RemoveMessage took out (still known, which is all the action log asks)."""
+    out: dict[str, Any] = {}
+    seed = history.get("seed")
+    seed = getattr(seed, "value", seed)  # a _DeltaSnapshot holds the value it snapshots
+    for message in seed if isinstance(seed, list) else ():
+        if isinstance(message, BaseMessage) and isinstance(message.id, str):
+            out[message.id] = message
+    writes = history.get("writes") or ()
+    out.update(written_messages([(w[1], w[2]) for w in writes if isinstance(w, (tuple, list)) and len(w) >= 3 and isinstance(w[1], str)]))
+    return out
+
+
 def _message_like(value: Any) -> bool:
     if isinstance(value, BaseMessage):
         return True

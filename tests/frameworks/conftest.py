@@ -4,12 +4,8 @@ compared call by call (`corpus.py`). Every test runs with the sync and the async
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 import pytest
-from corpus import Run, Scenario, compare
-
-Check = Callable[[Scenario], Awaitable[Run]]
+from corpus import Check, Run, Scenario, compare
 
 
 @pytest.fixture(params=["sync", "async"])

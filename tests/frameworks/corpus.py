@@ -33,6 +33,10 @@ from pydantic import BaseModel
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
 
 Scenario = Callable[["Run"], Awaitable[None]]
+# The `check` fixture (conftest.py): `await check(scenario)` runs it on both savers and compares.
+# Imported from here, not from conftest: a test module's `import conftest` finds whichever
+# conftest of the session was imported first under that name.
+Check = Callable[[Scenario], Awaitable["Run"]]
 
 _ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\b[0-9a-f]{32}\b")
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(\+00:00|Z)?")

@@ -8,8 +8,7 @@ from collections import Counter
 from typing import Any
 
 import psycopg
-from conftest import Check
-from corpus import Run
+from corpus import Check, Run
 from psycopg.rows import dict_row
 from test_langchain_agent import REVIEW, reviewed_agent
 from test_deepagents import deep_agent

@@ -6,8 +6,7 @@ InMemorySaver: the pause, resume on a new saver, history, an edit of `files`, a 
 
 from __future__ import annotations
 
-from conftest import Check
-from corpus import Run
+from corpus import Check, Run
 from deepagents import create_deep_agent
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool

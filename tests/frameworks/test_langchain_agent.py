@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import Check
-from corpus import Run
+from corpus import Check, Run
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware, TodoListMiddleware
 from langchain_core.messages import AIMessage, ToolMessage

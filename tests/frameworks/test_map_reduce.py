@@ -11,8 +11,7 @@ from typing import Annotated, Any, TypedDict
 
 import psycopg
 import pytest
-from conftest import Check
-from corpus import Run
+from corpus import Check, Run
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from psycopg.rows import dict_row

@@ -5,8 +5,7 @@ InMemorySaver: turns, resume on a new saver, history, an `update_state` edit, a 
 
 from __future__ import annotations
 
-from conftest import Check
-from corpus import Run
+from corpus import Check, Run
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool

@@ -11,13 +11,17 @@ import shutil
 import subprocess
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import psycopg
 import pytest
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.types import Command, Send
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, Send, interrupt
 from psycopg import sql
 from psycopg.rows import dict_row
 
@@ -213,6 +217,47 @@ def test_tasks_started_by_send_are_named_after_their_node(saver: Any, pg_dsn: st
     assert sorted(run["agents"]) == ["__start__", "worker"]
     assert sorted(r["payload"]["state"]["notes"][0] for r in rows[1:]) == ["note on a", "note on b", "note on c"]
     assert [s["node"] for s in rows[0]["payload"]["sends"]] == ["worker"] * 3
+
+
+def _add_batches(state: Any, writes: Any) -> Any:
+    messages = state or []
+    for write in writes:
+        messages = add_messages(messages, write)
+    return messages
+
+
+class Reviewed(TypedDict):
+    messages: Annotated[list[AnyMessage], DeltaChannel(_add_batches)]
+
+
+def test_a_message_written_back_after_a_restart_is_known_though_a_delta_channel_holds_it(pg_dsn: str, schema_name: str) -> None:
+    # The messages live in a DeltaChannel (as deepagents keeps them): no checkpoint carries
+    # them, and a new saver object knows them only from the history LangGraph reads back.
+    call = AIMessage("", id="m-1", tool_calls=[{"id": "c-1", "name": "send", "args": {"to": "ana"}}])
+
+    def model(state: Reviewed) -> dict[str, Any]:
+        return {"messages": [call]}
+
+    def review(state: Reviewed) -> dict[str, Any]:
+        verdict = interrupt("send it?")
+        return {"messages": [state["messages"][-1], ToolMessage(f"reviewer: {verdict}", tool_call_id="c-1", id="t-1")]}
+
+    builder = StateGraph(Reviewed)
+    builder.add_node("model", model)
+    builder.add_node("review", review)
+    builder.add_edge(START, "model")
+    builder.add_edge("model", "review")
+    config = thread()
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        builder.compile(checkpointer=saver).invoke({"messages": [HumanMessage("hi", id="h-1")]}, config, durability="sync")
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:  # another process
+        builder.compile(checkpointer=saver).invoke(Command(resume="yes"), config, durability="sync")
+    rows = actions(pg_dsn, schema_name, config["configurable"]["thread_id"])
+    carrying = [(r["agent"], r["action_type"]) for r in rows if "m-1" in [m.get("id") for m in r["payload"].get("messages", [])]]
+    assert carrying == [("model", "tool_call")]
+    (written_back,) = [r for r in rows if r["agent"] == "review" and r["action_type"] != "interrupt"]
+    assert (written_back["action_type"], written_back["payload"]["unchanged"]) == ("observation", 1)
 
 
 def test_under_durability_exit_each_run_is_logged_from_its_last_checkpoint(saver: Any, pg_dsn: str, schema_name: str) -> None:
