@@ -148,3 +148,19 @@ def test_a_step_committed_while_the_page_is_open_appears(server: str, browser: A
     assert browser.execute_script("return document.body.dataset.loadedOnce") == marker  # no reload happened
     newest = browser.find_element(By.CSS_SELECTOR, "#steps tbody tr")
     assert "approve" in newest.text
+
+
+def test_a_live_step_names_its_reply_and_tokens_as_the_server_does(server: str, browser: Any, pg_dsn: str, schema: str) -> None:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema) as saver:
+        graph = agents.tool_agent(saver, agents.calculator_replies())
+        config = {"configurable": {"thread_id": "live-calc"}}
+        graph.invoke({"messages": [("user", "what is 1+2?")]}, config, durability="sync")
+        browser.get(server + "/threads/live-calc")
+        served = browser.find_element(By.CSS_SELECTOR, "#steps tbody tr").text  # step 3, drawn by the server
+        before = len(browser.find_elements(By.CSS_SELECTOR, "#steps tbody tr"))
+        graph.invoke({"messages": [("user", "thanks")]}, config, durability="sync")
+    WebDriverWait(browser, WAIT_SECONDS).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#steps tbody tr")) > before)
+    newest = browser.find_element(By.CSS_SELECTOR, "#steps tbody tr")  # step 6, drawn by the page's script
+    reply = newest.find_element(By.CSS_SELECTOR, "q.reply")
+    assert reply.text == "You're welcome." and "34" in newest.text and "ms" in newest.text
+    assert "1 + 2 = 3" in served and "26" in served
