@@ -60,7 +60,10 @@ def read_step_view(saver: Any, record: StepRecord, *, full: bool = False, intern
     """`step_view` of a step: its run's actions, and its parent's state (and writes, with
     `full`); what the tasks wrote to LangGraph's own channels only with `internals`."""
     thread, namespace = record.thread_id, record.checkpoint_ns
-    actions = saver.list_actions(thread_id=thread, run_id=record.run_id) if record.run_id else saver.list_actions(thread_id=thread)
+    # The thread's actions: the step's own come from its run; a tool call's result may come
+    # from a later run (a reviewed call runs after the resume).
+    every = list(saver.list_actions(thread_id=thread))
+    actions = [a for a in every if a.run_id == record.run_id] if record.run_id else every
     parent = found = None
     # What a person reads: a value of a type this process would not rebuild shows as its
     # fields, and the view names the type (`unreadable_types`), rather than nothing at all.
@@ -68,7 +71,14 @@ def read_step_view(saver: Any, record: StepRecord, *, full: bool = False, intern
         if record.parent_checkpoint_id:
             found = saver.get_tuple(checkpoint_config(thread, namespace, record.parent_checkpoint_id))
             parent = values_of(saver, found) if found is not None else None
-    view = step_view(record, actions, parent, full_writes=found.pending_writes if full and found is not None else None, internals=internals)
+    view = step_view(
+        record,
+        actions,
+        parent,
+        full_writes=found.pending_writes if full and found is not None else None,
+        internals=internals,
+        answers=every,
+    )
     view["unreadable_types"] = unreadable
     return view
 

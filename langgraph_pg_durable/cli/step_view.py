@@ -58,9 +58,12 @@ def step_view(
     *,
     full_writes: Sequence[tuple[str, str, Any]] | None = None,
     internals: bool = False,
+    answers: Iterable[ActionRecord] | None = None,
 ) -> dict[str, Any]:
     """The step as `lgpd show --format json` prints it (README, "Command line"). A task's
     writes to LangGraph's own channels (`payload.state`) are left out unless `internals`.
+    `answers`: more actions to find the tool calls' results in (the thread's: a reviewed call
+    runs in the run after its review), after the step's run's own.
 
     With `full_writes` (the parent checkpoint's pending writes, as read with their values),
     each response is described again from them: a value the log shows by size (it lives
@@ -77,7 +80,7 @@ def step_view(
             payload = json.loads(describe(by_task[a.task_id], checkpoint_ns=a.checkpoint_ns, task_id=a.task_id, task_path="").payload)
         response.append({"agent": a.agent, "action_type": a.action_type, "task_id": a.task_id, "payload": _shown(payload, internals)})
     results: dict[str, Any] = {}
-    for action in runs:
+    for action in runs if answers is None else [*runs, *answers]:
         for message in _messages(action.payload):
             if message.get("role") == "tool" and message.get("tool_call_id") is not None:
                 results.setdefault(str(message["tool_call_id"]), message.get("content"))

@@ -52,7 +52,7 @@ def _tokens(tasks: Any) -> str:
 
 
 def _created(value: Any) -> str:
-    return when(value)[5:]  # month, day and time: the year is this one's, as a rule
+    return when(value)[5:16]  # month, day, hour and minute: the JSON has the whole time
 
 
 def _namespace(ns: str) -> str:
@@ -62,13 +62,13 @@ def _namespace(ns: str) -> str:
 
 HISTORY_COLUMNS = [
     Column("step", "step"),
-    Column("ns", "checkpoint_ns", _namespace, width=16),
-    Column("made by", "", _made_by, width=34),  # the whole record: its source when no task made it
+    # Fits 120 columns (README): ids shortened, long cells cut; the JSON has every field whole.
+    Column("ns", "checkpoint_ns", _namespace, width=10),
+    Column("made by", "", _made_by, width=26),  # the whole record: its source when no task made it
     Column("took", "duration_ms", took),
     Column("tokens", "made_by", _tokens),
     Column("created", "created_at", _created),
-    Column("writes", "pending_writes"),
-    Column("then", "ran_from", lambda ts: ", ".join(f"{t.agent} {t.action_type}" for t in ts or () if t.action_type in STOPS), width=18),
+    Column("then", "ran_from", lambda ts: ", ".join(f"{t.agent} {t.action_type}" for t in ts or () if t.action_type in STOPS), width=14),
     Column("run", "run_id", lambda r: r or "-", short_id=True),
     Column("checkpoint", "checkpoint_id", short_id=True),
 ]

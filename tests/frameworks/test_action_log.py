@@ -4,15 +4,21 @@ has also just passed its comparison with InMemorySaver); the rows are our saver'
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from corpus import Check, Run
 from psycopg.rows import dict_row
+from typer.testing import CliRunner
 from test_langchain_agent import REVIEW, reviewed_agent
 from test_deepagents import deep_agent
 from test_multi_agent import supervisor, swarm
+
+from langgraph_pg_durable.cli import app
 
 
 def actions(run: Run, thread_id: str, *, root_only: bool = False) -> list[dict[str, Any]]:
@@ -103,3 +109,35 @@ async def test_deep_agent_sub_agents_are_named_and_each_tool_call_by_its_node(ch
     with psycopg.connect(ours.dsn) as conn:
         run_agents = {a for (agents_of_run,) in conn.execute(f"SELECT agents FROM {ours.schema}.runs") for a in agents_of_run}
     assert "tools/researcher/model" in run_agents and not any(a.endswith("__send__") for a in run_agents)
+
+
+def lgpd(run: Run, *args: str) -> Any:
+    return CliRunner().invoke(app, ["--dsn", run.dsn or "", "--schema", run.schema or "", *args])
+
+
+async def test_lgpd_shows_and_exports_the_corpus_agents(check: Check, mode: str, tmp_path: Path) -> None:
+    if mode == "async":
+        pytest.skip("the rows are the same: the sync run reads them")
+    reviewed = await check(reviewed_agent)
+    # The rejected call's step: the call, paired with the reviewer's note as its result.
+    view = json.loads(lgpd(reviewed, "show", "reject", "--step", "1", "-f", "json").stdout)
+    assert [(c["name"], c["answered"]) for c in view["tool_calls"]] == [("send_email", True)]
+    assert "rejected" in str(view["tool_calls"][0]["result"])
+    out = tmp_path / "reviewed.jsonl"
+    done = lgpd(reviewed, "export", "--as", "openai", "--thread", "approve", "--out", str(out))
+    assert done.exit_code == 0, done.output
+    (line,) = [json.loads(text) for text in out.read_text().splitlines()][-1:]
+    assert [m["role"] for m in line["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert line["messages"][2]["content"] == "sent to carol@example.com: lunch?"
+
+    deep = await check(deep_agent)
+    steps = json.loads(lgpd(deep, "history", "deep", "-f", "json").stdout)
+    called = {(t["agent"], tuple(t["tools"])) for s in steps for t in s["made_by"] if t["tools"]}
+    assert ("tools/researcher/model", ("search_web",)) in called and ("model", ("task",)) in called, called
+    history = lgpd(deep, "history", "deep")
+    assert history.exit_code == 0 and "tools/researcher/model" in history.stdout
+    assert max(len(row) for row in history.stdout.splitlines()) <= 120
+    out = tmp_path / "deep.jsonl"
+    done = lgpd(deep, "export", "--as", "openai", "--thread", "deep", "--out", str(out))
+    assert done.exit_code == 0 and out.read_text().strip(), done.output  # its DeltaChannel messages, read as LangGraph reads them
+    assert "The moon drives the tides; the notes agree." in out.read_text()
