@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .core.actions import SendToName
+from .core.actions import KNOWN, SendToName
 from .core.codec import is_compressed, unpacked
 from .core.lists import ListState, Location, RawItems
 from .core.offload import sha256_hex
@@ -377,43 +377,78 @@ class MessageMemory:
     its latest written form: a message counts for the tasks of later checkpoints only (ids
     sort by time), so a task sending its writes again, or late, is not taken to re-write
     itself. The second covers the channels a checkpoint does not carry (a DeltaChannel's).
-    The messages are the graph's own objects, held, not copied. Bounded; a message it does
-    not know is taken as new, as if the saver had just started."""
 
-    def __init__(self, max_checkpoints: int = 64, max_lanes: int = 256, max_ids_per_lane: int = 1 << 16) -> None:
-        self._held: OrderedDict[tuple[str, str, str], Mapping[str, Any]] = OrderedDict()
+    Of the last `max_checkpoints` checkpoints it keeps the message ids (strings); of the
+    last `max_objects`, the messages themselves (the graph's own objects, not copied), to
+    tell a message written back changed from one written back as it was. Keeping a long
+    chat's messages alive for every recent checkpoint costs the collector more than the
+    log saves. A known message whose object it no longer has counts as written back as it
+    was (`KNOWN`). Bounded; a message it does not know is taken as new, as if the saver had
+    just started."""
+
+    def __init__(self, max_checkpoints: int = 64, max_objects: int = 2, max_lanes: int = 256, max_ids_per_lane: int = 1 << 16) -> None:
+        self._ids: OrderedDict[tuple[str, str, str], frozenset[str]] = OrderedDict()
+        # The messages, or the function that finds them in the checkpoint's values: most
+        # checkpoints' are never asked for (only a task that writes messages asks).
+        self._held: OrderedDict[tuple[str, str, str], Mapping[str, Any] | Callable[[], Mapping[str, Any]]] = OrderedDict()
         self._written: OrderedDict[tuple[str, str], dict[str, tuple[str, Any]]] = OrderedDict()
         self._max_checkpoints = max_checkpoints
+        self._max_objects = max_objects
         self._max_lanes = max_lanes
         self._max_ids = max_ids_per_lane
         self._lock = threading.Lock()
 
-    def hold(self, thread_id: str, ns: str, checkpoint_id: str, messages: Mapping[str, Any]) -> None:
-        """The messages (by id) a checkpoint's channels hold."""
-        if not messages:
+    def hold(
+        self,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        ids: frozenset[str],
+        messages: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
+    ) -> None:
+        """The ids of the messages a checkpoint's channels hold, and the messages by id (or
+        how to find them when asked)."""
+        if not ids:
             return
+        key = (thread_id, ns, checkpoint_id)
         with self._lock:
-            self._held[(thread_id, ns, checkpoint_id)] = messages
-            self._held.move_to_end((thread_id, ns, checkpoint_id))
-            while len(self._held) > self._max_checkpoints:
-                self._held.popitem(last=False)
+            self._keep(key, ids, messages)
 
     def also_held(self, thread_id: str, ns: str, checkpoint_id: str, messages: Mapping[str, Any]) -> None:
         """More messages a checkpoint holds: a DeltaChannel's, which its put and get_tuple
         do not carry, learned from the history LangGraph reads to rebuild it."""
         if not messages:
             return
+        key = (thread_id, ns, checkpoint_id)
         with self._lock:
-            known = self._held.get((thread_id, ns, checkpoint_id), {})
-            self._held[(thread_id, ns, checkpoint_id)] = {**known, **messages}
-            self._held.move_to_end((thread_id, ns, checkpoint_id))
-            while len(self._held) > self._max_checkpoints:
-                self._held.popitem(last=False)
+            self._keep(key, self._ids.get(key, frozenset()) | messages.keys(), {**(self._found(key) or {}), **messages})
+
+    def _keep(self, key: tuple[str, str, str], ids: frozenset[str], messages: Mapping[str, Any] | Callable[[], Mapping[str, Any]]) -> None:
+        self._ids[key] = ids
+        self._ids.move_to_end(key)
+        while len(self._ids) > self._max_checkpoints:
+            self._ids.popitem(last=False)
+        self._held[key] = messages
+        self._held.move_to_end(key)
+        while len(self._held) > self._max_objects:
+            self._held.popitem(last=False)
+
+    def held_ids(self, thread_id: str, ns: str, checkpoint_id: str) -> frozenset[str] | None:
+        """The ids of the messages a checkpoint's channels hold, if known (one holding none is not)."""
+        with self._lock:
+            return self._ids.get((thread_id, ns, checkpoint_id))
 
     def held(self, thread_id: str, ns: str, checkpoint_id: str) -> Mapping[str, Any] | None:
-        """The messages (by id) a checkpoint's channels hold, if it is known (one holding none is not)."""
+        """The messages (by id) a checkpoint's channels hold, if they are still kept."""
         with self._lock:
-            return self._held.get((thread_id, ns, checkpoint_id))
+            return self._found((thread_id, ns, checkpoint_id))
+
+    def _found(self, key: tuple[str, str, str]) -> Mapping[str, Any] | None:
+        """A checkpoint's messages, found now if they were not yet (under the lock)."""
+        entry = self._held.get(key)
+        if callable(entry):
+            entry = self._held[key] = entry()
+        return entry
 
     def wrote(self, thread_id: str, ns: str, checkpoint_id: str, messages: Mapping[str, Any]) -> None:
         """The messages (by id) a task's writes to a checkpoint held."""
@@ -434,19 +469,28 @@ class MessageMemory:
         self, thread_id: str, ns: str, checkpoint_id: str, ids: Iterable[str], parents: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         """Those of `ids`, written by a task to the checkpoint, that were there before it,
-        each with the message it was. In a subgraph, the messages its parent graphs' tasks
-        were handed (`parents`: namespace to checkpoint id, LangGraph's `checkpoint_map`)
-        count too: a subgraph's input is not its own work."""
+        each with the message it was (`KNOWN` when that is no longer kept). In a subgraph,
+        the messages its parent graphs' tasks were handed (`parents`: namespace to
+        checkpoint id, LangGraph's `checkpoint_map`) count too: a subgraph's input is not
+        its own work."""
         at = [(ns, checkpoint_id), *((p_ns, p_id) for p_ns, p_id in (parents or {}).items() if p_ns != ns)]
         with self._lock:
-            sources = [(self._held.get((thread_id, a_ns, a_id), {}), self._written.get((thread_id, a_ns), {}), a_id) for a_ns, a_id in at]
+            sources = [
+                (
+                    self._ids.get((thread_id, a_ns, a_id), frozenset()),
+                    self._found((thread_id, a_ns, a_id)) or {},
+                    self._written.get((thread_id, a_ns), {}),
+                    a_id,
+                )
+                for a_ns, a_id in at
+            ]
             out: dict[str, Any] = {}
             for message_id in ids:
-                for held, lane, before in sources:
-                    if message_id in held:
-                        out[message_id] = held[message_id]
-                        break
+                for known, held, lane, before in sources:
                     entry = lane.get(message_id)
+                    if message_id in known:
+                        out[message_id] = held[message_id] if message_id in held else entry[1] if entry is not None else KNOWN
+                        break
                     if entry is not None and entry[0] < before:
                         out[message_id] = entry[1]
                         break
@@ -456,6 +500,8 @@ class MessageMemory:
         """Drop what is known of deleted threads (their ids may come back as new)."""
         gone = set(thread_ids)
         with self._lock:
+            for key in [k for k in self._ids if k[0] in gone]:
+                del self._ids[key]
             for key in [k for k in self._held if k[0] in gone]:
                 del self._held[key]
             for lane_key in [k for k in self._written if k[0] in gone]:

@@ -7,6 +7,8 @@ the saver's schema (`sql/`), the in-process caches (`memory.py`) and the object 
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -33,6 +35,7 @@ from .core.actions import (
     SendToName,
     agent_label,
     describe_unsaved,
+    held_message_ids,
     held_messages,
     replayed_messages,
     send_index,
@@ -245,7 +248,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         if self.action_log:
             values = checkpoint.get("channel_values")
             if isinstance(values, Mapping):
-                self.messages.hold(thread_id, ns, checkpoint["id"], held_messages(values))
+                self.messages.hold(thread_id, ns, checkpoint["id"], held_message_ids(values), functools.partial(held_messages, values))
         return waiting
 
     def _note_put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: Any) -> list[SendToName]:
@@ -777,7 +780,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         steps = steps_unsaved(step, parent[0] if parent else None, parent_id is not None)
         if not steps:
             return
-        before = (self.messages.held(key.thread_id, key.checkpoint_ns, parent_id) if parent_id else None) or {}
+        before = (self.messages.held_ids(key.thread_id, key.checkpoint_ns, parent_id) if parent_id else None) or frozenset()
         now = self.messages.held(key.thread_id, key.checkpoint_ns, checkpoint["id"]) or {}
         action = describe_unsaved([m for i, m in now.items() if i not in before], steps)
         yield Query(

@@ -302,9 +302,13 @@ def _message_id(message: Any) -> str | None:
     return found if isinstance(found, str) else None
 
 
+KNOWN = object()  # a message known to be in the channel, whose content the saver no longer keeps
+
+
 def _same(message: Any, before: Any) -> bool:
-    """Whether a message written again is the message it was (an error comparing: not)."""
-    if message is before:
+    """Whether a message written again is the message it was (an error comparing: not; one
+    whose earlier content is not kept, `KNOWN`: taken as the same)."""
+    if message is before or before is KNOWN:
         return True
     try:
         return bool(message == before)
@@ -321,6 +325,16 @@ def written_messages(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
             if message_id is not None:
                 out[message_id] = message
     return out
+
+
+def held_message_ids(channel_values: Mapping[str, Any]) -> frozenset[str]:
+    """The ids of the messages a checkpoint's channels hold (see `held_messages`)."""
+    out: set[str | None] = set()
+    for value in channel_values.values():
+        if isinstance(value, list) and value and isinstance(value[0], BaseMessage) and isinstance(value[-1], BaseMessage):
+            out.update(getattr(m, "id", None) for m in value)
+    out.discard(None)  # a message add_messages has not given an id yet
+    return frozenset(i for i in out if isinstance(i, str))
 
 
 def held_messages(channel_values: Mapping[str, Any]) -> dict[str, BaseMessage]:
@@ -464,7 +478,9 @@ def readable(value: Any, depth: int = 0) -> Any:
         return message_json(value)
     if isinstance(value, Mapping):
         return {_key(k): readable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if isinstance(value, (set, frozenset)):  # in a stable order: a set's own changes with the hash seed
+        return sorted((readable(v, depth + 1) for v in value), key=repr)
+    if isinstance(value, (list, tuple)):
         return [readable(v, depth + 1) for v in value]
     if isinstance(value, enum.Enum):
         return readable(value.value, depth + 1)

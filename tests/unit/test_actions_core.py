@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.types import Interrupt, Send
 
-from langgraph_pg_durable.core.actions import MARKER, NULL_TASK_ID, SendToName, agent_name, describe, readable, send_index
+from langgraph_pg_durable.core.actions import KNOWN, MARKER, NULL_TASK_ID, SendToName, agent_name, describe, readable, send_index
 from langgraph_pg_durable.core.runs import has_next_tasks, invocation_of, new_run_id
 from langgraph_pg_durable.memory import CheckpointNotes, MessageMemory, RunRegistry
 
@@ -323,7 +323,7 @@ def test_the_message_memory_knows_what_a_checkpoint_held_and_what_earlier_writes
     memory = MessageMemory()
     first, second, third = "1f0-a", "1f0-b", "1f0-c"  # checkpoint ids sort by time
     a, b = AIMessage("a", id="a"), AIMessage("b", id="b")
-    memory.hold("t", "", second, {"a": a})
+    memory.hold("t", "", second, frozenset({"a"}), {"a": a})
     memory.wrote("t", "", first, {"b": b})
     # Held by the checkpoint the task ran from, or written at an earlier checkpoint: prior.
     assert memory.prior("t", "", second, ["a", "b", "c"]) == {"a": a, "b": b}
@@ -337,6 +337,24 @@ def test_the_message_memory_knows_what_a_checkpoint_held_and_what_earlier_writes
     assert memory.prior("t", "sub:1", "1f1-x", ["a"], {"": second}) == {"a": a}
     memory.forget_threads(["t"])
     assert memory.prior("t", "", second, ["a", "b"]) == {}
+
+
+def test_the_message_memory_keeps_ids_longer_than_messages() -> None:
+    # A long chat's messages are kept for the last few checkpoints only; their ids for many.
+    memory = MessageMemory(max_checkpoints=8, max_objects=2)
+    old = AIMessage("old", id="o")
+    memory.hold("t", "", "1f0-a", frozenset({"o"}), lambda: {"o": old})
+    for n in range(3):  # three more checkpoints push its messages out, not its ids
+        memory.hold("t", "", f"1f0-b{n}", frozenset({f"m{n}"}), {f"m{n}": AIMessage("m", id=f"m{n}")})
+    assert memory.held("t", "", "1f0-a") is None and memory.held_ids("t", "", "1f0-a") == {"o"}
+    (prior,) = memory.prior("t", "", "1f0-a", ["o"]).values()
+    assert prior is KNOWN  # known, its content not kept: counted as written back unchanged
+    assert payload([("messages", [AIMessage("old, edited", id="o")])], prior_messages={"o": prior}) == ("decision", {"unchanged": 1})
+    asked: list[str] = []
+    memory.hold("t", "", "1f0-c", frozenset({"x"}), lambda: asked.append("found") or {"x": old})  # type: ignore[func-returns-value]
+    assert asked == [] and memory.held("t", "", "1f0-c") == {"x": old} and asked == ["found"]  # found when asked, once
+    memory.held("t", "", "1f0-c")
+    assert asked == ["found"]
 
 
 def test_a_send_row_stored_before_its_checkpoint_is_named_once_by_whichever_comes_second() -> None:
