@@ -13,6 +13,7 @@ from rich.rule import Rule
 from rich.text import Text
 
 from ..core.actions import subgraph_path
+from ..core.steps import tokens_of
 from ..errors import shown
 from .app import app, failing_cleanly
 from .filters import moment
@@ -47,8 +48,8 @@ def _made_by(record: dict[str, Any]) -> str:
 
 
 def _tokens(tasks: Any) -> str:
-    counts = [t.tokens for t in tasks or () if t.tokens is not None]
-    return f"{sum(counts):,}" if counts else ""
+    total = tokens_of(tasks)
+    return "" if total is None else f"{total:,}"
 
 
 def _created(value: Any) -> str:

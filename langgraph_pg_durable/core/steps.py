@@ -51,11 +51,11 @@ class StepRecord:
     ran_from: tuple[TaskRecord, ...]  # the tasks that ran from it: the next step, or its error or interrupt
     duration_ms: float | None = None  # since its parent was stored, for a step the graph ran
 
-    @property
-    def tokens(self) -> int | None:
-        """The tokens the tasks that made it report (None: none reported)."""
-        counts = [t.tokens for t in self.made_by if t.tokens is not None]
-        return sum(counts) if counts else None
+
+def tokens_of(tasks: Sequence[TaskRecord] | None) -> int | None:
+    """The tokens some tasks report together (None: none reported): a step's, from its `made_by`."""
+    counts = [t.tokens for t in tasks or () if t.tokens is not None]
+    return sum(counts) if counts else None
 
 
 def _tasks(text: str | None, *, where: str) -> tuple[TaskRecord, ...]:

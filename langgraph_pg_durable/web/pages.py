@@ -25,6 +25,7 @@ from ..cli.reading import find_step, read_diff, read_step_view
 from ..cli.render import fields_of, plain, took
 from ..core.actions import subgraph_path
 from ..core.runs import RUN_STATUSES
+from ..core.steps import tokens_of
 from ..errors import ConfigError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -109,7 +110,12 @@ def page_routes(saver: Callable[[], Any], schema: str) -> list[tuple[str, Callab
         if not records:
             raise LookupError(f"thread {thread_id!r} has no checkpoints")
         steps = [
-            {**fields_of(r), "depth": len(subgraph_path(r.checkpoint_ns)), "namespace": "/".join(subgraph_path(r.checkpoint_ns))}
+            {
+                **fields_of(r),
+                "depth": len(subgraph_path(r.checkpoint_ns)),
+                "namespace": "/".join(subgraph_path(r.checkpoint_ns)),
+                "tokens": tokens_of(r.made_by),
+            }
             for r in records
         ]
         following = records[-1].checkpoint_id if len(records) == TIMELINE else None
