@@ -14,12 +14,14 @@ from typing import Annotated, Any, TypeVar, overload
 import psycopg
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from .. import __version__
 from ..errors import ConfigError, DurableCheckpointError
 from ..sql.schema import DEFAULT_SCHEMA, migrations
+from .passwords import without_passwords
 from .target import Target, allowed_type
+from .terminal import escaping, safe_text
 
 app = typer.Typer(
     name="lgpd",
@@ -28,7 +30,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-errors = Console(stderr=True, highlight=False, soft_wrap=True)
+errors = escaping(Console(stderr=True, highlight=False, soft_wrap=True))
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,21 +81,31 @@ def failing_cleanly(command: F | None = None, *, trouble: int | None = None) -> 
     def wrap(command: F) -> F:
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
+            # The command's context holds the Target (its class is click's, or typer's own copy of click).
+            target = next((a.obj for a in (*args, *kwargs.values()) if isinstance(getattr(a, "obj", None), Target)), None)
+            dsn = target.dsn if target is not None else None
             try:
                 return command(*args, **kwargs)
             except ConfigError as exc:
-                errors.print(f"[red]error:[/red] {escape(str(exc))}")
+                complain(str(exc), dsn)
                 raise typer.Exit(trouble or 2) from None
             except LookupError as exc:  # what was asked for is not there
-                errors.print(f"[red]error:[/red] {escape(str(exc))}")
+                complain(str(exc), dsn)
                 raise typer.Exit(trouble or 1) from None
             except (DurableCheckpointError, psycopg.Error) as exc:
-                errors.print(f"[red]error:[/red] {type(exc).__name__}: {escape(str(exc).strip())}")
+                complain(f"{type(exc).__name__}: {str(exc).strip()}", dsn)
                 raise typer.Exit(trouble or 1) from None
 
         return run  # type: ignore[return-value]
 
     return wrap(command) if command is not None else wrap
+
+
+def complain(message: str, dsn: str | None = None) -> None:
+    """An error on stderr, as text: escaped (it quotes ids and values from the database), and
+    without the password of `dsn`, the connection string in use (libpq quotes a URI it
+    cannot parse), nor of any connection string it quotes."""
+    errors.print(Text.assemble(("error:", "red"), " ", safe_text(without_passwords(message, dsn), multiline=True)))
 
 
 @app.command()

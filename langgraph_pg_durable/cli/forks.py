@@ -21,6 +21,7 @@ from .app import app, failing_cleanly
 from .filters import import_attribute
 from .reading import find_step
 from .target import Target
+from .terminal import safe_text
 
 
 def fork_thread(saver: Any, thread: str, new_thread: str, *, step: int | None, checkpoint: str | None) -> dict[str, Any]:
@@ -78,7 +79,14 @@ def fork(
 def replay(
     ctx: typer.Context,
     thread: Annotated[str, typer.Argument(help="the thread to replay from")],
-    graph: Annotated[str, typer.Option("--graph", help="module:attribute of your StateGraph or compiled graph")],
+    graph: Annotated[
+        str,
+        typer.Option(
+            "--graph",
+            help="module:attribute of your StateGraph or compiled graph; imports and runs MODULE (its top-level code runs): "
+            "only name code you trust",
+        ),
+    ],
     step: StepOption = None,
     checkpoint: CheckpointOption = None,
     to: ToOption = None,
@@ -95,4 +103,4 @@ def replay(
         app_graph.invoke(None, {"configurable": {"thread_id": new_thread}}, durability="sync")
         newest = next(iter(saver.list_steps(new_thread, checkpoint_ns="", limit=1)))
     print(json.dumps({**config, "replayed_to_step": newest.step}))
-    print(f"lgpd history {new_thread}  # to see what ran", file=sys.stderr)
+    print(f"lgpd history {safe_text(new_thread)}  # to see what ran", file=sys.stderr)

@@ -1,6 +1,10 @@
 """Output of the listing commands: a rich table for a person, or JSON / JSON Lines for a
 program, streamed as records arrive (a table is printed a page of rows at a time).
 
+A table cell, and whatever a console from `console_for` prints, is escaped (`terminal`):
+no text from the database reaches a terminal raw. JSON is exact: it escapes C0 controls
+itself (ESC as \u001b) and leaves the rest (C1 and bidi controls) as the record has them.
+
 The JSON of each command is a stable contract (README, "Command line"): field names
 never change meaning; times are ISO 8601 with their UTC offset.
 """
@@ -21,6 +25,8 @@ import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
+
+from .terminal import escaping, safe_text
 
 TABLE_PAGE = 200  # rows per printed table: a long listing is never held whole
 PIPED_WIDTH = 240
@@ -124,8 +130,9 @@ def progress(description: str, *, enabled: bool, total: int | None = None) -> It
 
 
 def console_for(out: TextIO, *, piped_width: int = PIPED_WIDTH) -> Console:
-    """On a terminal rich fits the output to its width; piped, a wide page keeps rows whole."""
-    return Console(file=out, highlight=False, width=None if out.isatty() else piped_width)
+    """On a terminal rich fits the output to its width; piped, a wide page keeps rows whole.
+    Either way the console escapes the text it prints (`terminal.escaping`)."""
+    return escaping(Console(file=out, highlight=False, width=None if out.isatty() else piped_width))
 
 
 def emit(
@@ -187,12 +194,12 @@ def emit(
         rows.clear()
 
     for record in records:
-        rows.append([_cut(c.show(record.get(c.field) if c.field else record).replace("\n", " "), c.width) for c in columns])
+        rows.append([_cut(safe_text(c.show(record.get(c.field) if c.field else record).replace("\n", " ")), c.width) for c in columns])
         count += 1
         if len(rows) >= TABLE_PAGE:
             flush()
     if rows:
         flush()
     elif not count:
-        console.print(f"[dim]{empty}[/dim]")
+        console.print(Text(safe_text(empty), style="dim"))
     return count

@@ -13,7 +13,8 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import typer
@@ -169,21 +170,16 @@ def tail(
     started = moment(since, "--since") if since else None
     metadata = metadata_filter(where)
     target: Target = ctx.obj
-    seen: set[tuple[Any, ...]] = set()
     printed = 0
     with target.saver() as saver:
         if started is None:  # from now, with a margin for the client's clock against the server's
             started = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=CLOCK_MARGIN_SECONDS)
+        cursor = LogCursor(started)
         try:
             while count is None or printed < count:
                 among = threads_matching(saver, metadata)  # again each time: new threads may match
-                fresh = [
-                    a
-                    for a in saver.list_actions(thread_id=thread, agent=agent, since=started)
-                    if _identity(a) not in seen and (among is None or a.thread_id in among)
-                ]
-                for action in fresh:
-                    seen.add(_identity(action))
+                polled = saver.list_actions(thread_id=thread, agent=agent, since=cursor.since)
+                for action in cursor.fresh(a for a in polled if among is None or a.thread_id in among):
                     record = {
                         k: getattr(action, k)
                         for k in ("created_at", "thread_id", "checkpoint_ns", "run_id", "step", "agent", "action_type")
@@ -191,13 +187,32 @@ def tail(
                     record["payload"] = action.payload
                     emit([record], Format.jsonl if fmt is Format.json else fmt, ACTION_COLUMNS)
                     sys.stdout.flush()
+                    cursor.printed(action)
                     printed += 1
-                    started = action.created_at
                     if count is not None and printed >= count:
                         return
                 time.sleep(POLL_SECONDS)
         except KeyboardInterrupt:
             return
+
+
+@dataclass
+class LogCursor:
+    """Where `tail` is in the action log: the newest time it printed (the next poll starts
+    there) and the actions it printed at that time, which that poll returns again. It holds
+    no more than those, however long `tail` runs."""
+
+    since: datetime.datetime
+    printed_at_since: set[tuple[Any, ...]] = field(default_factory=set)
+
+    def fresh(self, polled: Iterable[ActionRecord]) -> list[ActionRecord]:
+        """The actions of a poll from `since` not printed yet (read whole before any is printed)."""
+        return [a for a in polled if a.created_at > self.since or _identity(a) not in self.printed_at_since]
+
+    def printed(self, action: ActionRecord) -> None:
+        if action.created_at > self.since:
+            self.since, self.printed_at_since = action.created_at, set()
+        self.printed_at_since.add(_identity(action))
 
 
 def _identity(action: ActionRecord) -> tuple[Any, ...]:

@@ -144,7 +144,13 @@ def _message(console: Console, message: Any, cut: int | None = None) -> None:
     console.print(line)
 
 
+def _title(text: str) -> Text:
+    """A rule's title from the database, as text: a str title would be read as markup."""
+    return Text(text, style="rule.text")
+
+
 def _print_view(view: dict[str, Any], console: Console, *, cut: int | None) -> None:
+    """The step for a person, on a console from `console_for` (which escapes what it prints)."""
     head = Text(f"thread {view['thread_id']}", style="bold")
     head.append(f"  step {view['step']}  {when(view['created_at'])}  run {view['run_id'] or '-'}")
     if view["checkpoint_ns"]:
@@ -158,7 +164,7 @@ def _print_view(view: dict[str, Any], console: Console, *, cut: int | None) -> N
     for message in view["prompt"] or [{"role": "-", "content": "(no messages before this step)"}]:
         _message(console, message, cut)
     for task in view["response"]:
-        console.print(Rule(f"{task['agent']} ({task['action_type']})", style="dim"))
+        console.print(Rule(_title(f"{task['agent']} ({task['action_type']})"), style="dim"))
         messages = (task["payload"] or {}).get("messages") if isinstance(task["payload"], dict) else None
         for message in messages or ():
             _message(console, message, cut)
@@ -176,7 +182,7 @@ def _print_view(view: dict[str, Any], console: Console, *, cut: int | None) -> N
         console.print(Rule("interrupt", style="magenta"))
         console.print(Text(json.dumps(interrupt, ensure_ascii=False, indent=2)))
     for error in view["errors"]:
-        console.print(Rule(f"error in {error['agent']}", style="red"))
+        console.print(Rule(_title(f"error in {error['agent']}"), style="red"))
         console.print(Text(f"{error.get('type', '')}: {error.get('message', '')}", style="bold red"))
         if error.get("traceback"):
             console.print(Text(str(error["traceback"]), style="dim"))
