@@ -24,7 +24,7 @@ from .maintain import NoProgress, ThreadsOption
 from .render import plain, progress
 from .state import values_of
 from .target import Target
-from .training import Invalid, Redactor, fingerprint, in_training, line_for, recheck
+from .training import Invalid, Redactor, fingerprint, in_training, line_for
 
 STATE_SUFFIX = ".lgpd-export"
 
@@ -179,7 +179,14 @@ def export(
     split: Annotated[
         float | None, typer.Option("--split", min=0.0, max=1.0, help="the training fraction; the rest is validation (by run id)")
     ] = None,
-    tools: Annotated[str | None, typer.Option("--tools", help="module:attribute naming the tools, for the tools field")] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            "--tools",
+            help="module:attribute naming the tools, for the tools field; imports and runs MODULE (its top-level code runs): "
+            "only name code you trust",
+        ),
+    ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="go on from where an interrupted export stopped")] = False,
     no_progress: NoProgress = False,
 ) -> None:
@@ -188,7 +195,7 @@ def export(
     conversation that breaks a rule is skipped and counted, never written."""
     started = moment(since, "--since")
     metadata = metadata_filter(where)
-    redactor = Redactor.parse(redact.read_text(), where=str(redact)) if redact is not None else Redactor()
+    redactor = Redactor.parse(redact.read_text(encoding="utf-8"), where=str(redact)) if redact is not None else Redactor()
     tool_schemas = load_tools(tools)
     outputs = Outputs(out, split)
     wanted = set(threads or ())
@@ -219,14 +226,8 @@ def export(
                         counts.unreadable[thread.thread_id] = str(exc)
                         break
                     try:
-                        line = redactor(
-                            plain(
-                                line_for(
-                                    as_.value, messages, tools=tool_schemas, meta={**meta, "metadata": found.metadata if found else None}
-                                )
-                            )
-                        )
-                        recheck(as_.value, line)
+                        run = plain({**meta, "metadata": found.metadata if found else None})
+                        line = plain(line_for(as_.value, messages, tools=tool_schemas, meta=run, redact=redactor))
                     except Invalid as exc:
                         counts.invalid[str(exc)] = counts.invalid.get(str(exc), 0) + 1
                         continue

@@ -1,6 +1,6 @@
 """Conversations as fine-tuning lines, without I/O: the four formats `lgpd export` writes,
-each line checked against its format's rules first, and the redaction, dedupe and
-train/validation split applied to them.
+each line checked against its format's rules first; the redaction applied to a
+conversation before it becomes a line; the dedupe and train/validation split of lines.
 
 - openai: OpenAI's chat fine-tuning JSONL: `messages` (system, user, assistant with
   `tool_calls[].function.arguments` as a JSON string, tool with `tool_call_id`), `tools`.
@@ -38,9 +38,18 @@ class Invalid(ValueError):
 # -- redaction -------------------------------------------------------------------------------
 
 
+# What a message keeps as it is: its kind, the ids that pair a tool call with its result, and
+# token counts. Every other field (text, names, arguments, provider data) is redacted.
+MESSAGE_STRUCTURE = frozenset({"type", "id", "tool_call_id", "status", "usage_metadata", "role", "chunk_position"})
+CALL_FIELDS = frozenset({"tool_calls", "invalid_tool_calls", "tool_call_chunks"})
+CALL_STRUCTURE = frozenset({"id", "type", "index"})
+
+
 @dataclass
 class Redactor:
-    """Regex rules applied to every string of a line; counts what each rule replaced.
+    """Regex rules applied to a conversation before it becomes a line: to every string and
+    key of its messages (a JSON text as the data it encodes) and of the run's metadata;
+    counts what each rule replaced.
 
     A rules file has one rule a line: `PATTERN` (replaced by [REDACTED]) or
     `PATTERN => REPLACEMENT`; blank lines and lines starting with # are ignored."""
@@ -63,19 +72,95 @@ class Redactor:
         return cls(rules)
 
     def __call__(self, value: Any) -> Any:
-        if not self.rules:
+        """`value` with every string, key and number the rules match replaced, at any depth."""
+        if not self.rules or value is None or isinstance(value, bool):
             return value
         if isinstance(value, str):
-            for pattern, replacement in self.rules:
-                value, n = pattern.subn(replacement, value)
-                if n:
-                    self.counts[pattern.pattern] = self.counts.get(pattern.pattern, 0) + n
-            return value
-        if isinstance(value, dict):
-            return {k: self(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self(v) for v in value]
+            return self._string(value)
+        if isinstance(value, (int, float)):
+            return self._number(value)
+        if isinstance(value, Mapping):
+            return self._mapping(value)
+        if isinstance(value, (list, tuple)):
+            return [self(item) for item in value]
         return value
+
+    def message(self, message: BaseMessage) -> BaseMessage:
+        """A copy of `message` with its data redacted: content, name, tool calls' names and
+        arguments, provider data. Ids and kinds stay, so each call still meets its result."""
+        if not self.rules:
+            return message
+        update = {
+            name: self._calls(value) if name in CALL_FIELDS else self(value)
+            for name in type(message).model_fields
+            if name not in MESSAGE_STRUCTURE and (value := getattr(message, name, None)) is not None
+        }
+        return message.model_copy(update=update)
+
+    def fields(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """A record's values redacted (keys and all, at any depth); its field names, which
+        the format defines, kept."""
+        return {name: self(value) for name, value in record.items()}
+
+    def _calls(self, calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        return [{key: value if key in CALL_STRUCTURE else self(value) for key, value in call.items()} for call in calls]
+
+    def _string(self, text: str) -> str:
+        """A JSON object or array (tool arguments, a tool's dict result) is redacted as the data
+        it encodes first, where an escaped secret no longer hides; then as text."""
+        data = _json_data(text)
+        if data is not None:
+            redacted = self(data)
+            if redacted != data:
+                text = json.dumps(redacted, ensure_ascii=False)
+        return self._text(text)
+
+    def _text(self, text: str) -> str:
+        for pattern, replacement in self.rules:
+            text, n = pattern.subn(replacement, text)
+            if n:
+                self.counts[pattern.pattern] = self.counts.get(pattern.pattern, 0) + n
+        return text
+
+    def _number(self, number: int | float) -> int | float | str:
+        """A number a rule matches (a card, a phone number) becomes the redacted text."""
+        text = str(number)
+        redacted = self._text(text)
+        return number if redacted == text else redacted
+
+    def _mapping(self, mapping: Mapping[Any, Any]) -> dict[Any, Any]:
+        """Keys redacted too. A key that redacts to a name already taken gets `#2`, `#3`...
+        appended, so no value is dropped; keys the rules leave alone keep their names."""
+        names = {key: self(key) if isinstance(key, str) else key for key in mapping}
+        taken = {key for key, name in names.items() if name == key}
+        out = {}
+        for key, value in mapping.items():
+            name = names[key]
+            if name != key:
+                name = _free_name(name, taken)
+                taken.add(name)
+            out[name] = self(value)
+        return out
+
+
+def _json_data(text: str) -> Any:
+    """The object or array `text` encodes, or None when it is not JSON of that kind."""
+    if not text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, (dict, list)) else None
+
+
+def _free_name(name: str, taken: set[Any]) -> str:
+    if name not in taken:
+        return name
+    n = 2
+    while f"{name}#{n}" in taken:
+        n += 1
+    return f"{name}#{n}"
 
 
 # -- the formats -----------------------------------------------------------------------------
@@ -225,30 +310,29 @@ def raw_line(messages: Sequence[BaseMessage], meta: Mapping[str, Any]) -> dict[s
 
 
 def line_for(
-    fmt: str, messages: Sequence[BaseMessage], *, tools: Sequence[Mapping[str, Any]] = (), meta: Mapping[str, Any]
+    fmt: str,
+    messages: Sequence[BaseMessage],
+    *,
+    tools: Sequence[Mapping[str, Any]] = (),
+    meta: Mapping[str, Any],
+    redact: Redactor | None = None,
 ) -> dict[str, Any]:
-    """The line of one conversation in `fmt`; Invalid when the format cannot hold it."""
+    """The line of one conversation in `fmt`; Invalid when the format cannot hold it.
+
+    `redact` runs on the messages (and the raw format's metadata) before the line is built
+    and checked, so tool arguments are encoded once, after redaction. The tool schemas are
+    not redacted: they come from the user's code (`--tools`), not from a run."""
     if not messages:
         raise Invalid("no messages")
+    if redact is not None:
+        messages = [redact.message(m) for m in messages]
     if fmt == "openai":
         return openai_line(messages, tools)
     if fmt == "trl":
         return trl_line(messages, tools)
     if fmt == "sharegpt":
         return sharegpt_line(messages, tools)
-    return raw_line(messages, meta)
-
-
-def recheck(fmt: str, line: Mapping[str, Any]) -> None:
-    """What redaction may break: an OpenAI line's tool arguments must still be JSON."""
-    if fmt != "openai":
-        return
-    for message in line["messages"]:
-        for call in message.get("tool_calls") or ():
-            try:
-                json.loads(call["function"]["arguments"])
-            except ValueError:
-                raise Invalid("tool arguments are not JSON once redacted") from None
+    return raw_line(messages, redact.fields(meta) if redact is not None else meta)
 
 
 # -- dedupe and split ------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """`lgpd export` on the sample database: each format equals its hand-checked file, every
 line passes its format's rules, and the options do what they say (success only, redact,
-split, dedupe, per thread, tools, resume after an interruption)."""
+split, dedupe, per thread, tools, resume after an interruption), and `--redact` lets a
+secret through in no format, however it is escaped."""
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +14,8 @@ from typing import Any
 
 import psycopg
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, messages_from_dict
+from langchain_core.tools import StructuredTool
 from psycopg import sql
 from typer.testing import CliRunner
 
@@ -42,7 +46,7 @@ def export(pg_dsn: str, schema: str, *args: str) -> Any:
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 @pytest.mark.parametrize("fmt", ["openai", "trl", "sharegpt"])
@@ -86,14 +90,14 @@ def test_redact_removes_the_pattern_everywhere(pg_dsn: str, schema: str, tmp_pat
     text = out.read_text()
     assert "1+2" not in text and "tides" not in text and "<SUM>" in text and "[REDACTED]" in text and len(lines(out)) == 4
     assert "redacted 3 matches of '1\\\\+2'" in result.output, result.output
-    # A rule that breaks a tool call's JSON arguments: that line is skipped and counted.
+    # A rule that matches inside a tool call's arguments (numbers too) redacts what it matches
+    # there; the arguments stay JSON, and no line is lost.
     digits = tmp_path / "digits.txt"
     digits.write_text("\\d => N\n")
-    skipped = export(pg_dsn, schema, "--as", "openai", "--success-only", "--redact", str(digits), "--out", str(out))
-    assert "invalid: tool arguments are not JSON once redacted" in skipped.output
-    assert all(
-        json.loads(c["function"]["arguments"]) is not None for line in lines(out) for m in line["messages"] for c in m.get("tool_calls", ())
-    )
+    kept = export(pg_dsn, schema, "--as", "openai", "--success-only", "--redact", str(digits), "--out", str(out))
+    assert "invalid" not in kept.output and len(lines(out)) == 4, kept.output
+    arguments = [json.loads(c["function"]["arguments"]) for line in lines(out) for m in line["messages"] for c in m.get("tool_calls", ())]
+    assert arguments == [{"a": "N", "b": "N"}] * 3 + [{"query": "tides"}]
     broken = tmp_path / "bad.txt"
     broken.write_text("(unclosed\n")
     bad = CliRunner().invoke(
@@ -139,3 +143,107 @@ def test_resume_after_an_interruption_ends_with_the_same_file(pg_dsn: str, schem
     export(pg_dsn, schema, "--as", "sharegpt", "--resume", "--out", str(out))
     assert out.read_text() == whole.read_text()
     assert not (tmp_path / "out.jsonl.lgpd-export").exists()
+
+
+# -- a secret in every place a line can carry it -------------------------------------------
+
+SECRET = 'sk-"tok\\en\n€ü-42'  # a backslash, a double quote, a newline and non-ASCII: escaped in JSON
+
+
+def _vault(**arguments: Any) -> dict[str, Any]:
+    """A tool whose result is a dict: ToolNode stores it as JSON text, the secret escaped inside."""
+    return {"token": SECRET, "asked": arguments}
+
+
+@pytest.fixture(scope="module")
+def secret_schema(pg_dsn: str) -> Iterator[str]:
+    """One run with SECRET in a system prompt, a user's text and parts, the assistant's text, a
+    tool's name, an argument's key, value and nested value (also in the provider's JSON form),
+    the tool's result, and a metadata key and value."""
+    name = f"lgpd_secret_{uuid.uuid4().hex[:12]}"
+    vault = StructuredTool.from_function(
+        _vault, name=SECRET, description="Open the vault.", args_schema={"type": "object", "properties": {}}
+    )
+    args = {"query": SECRET, SECRET: "key", "nested": {"deeper": [f"at {SECRET}"]}}
+    provider = {"tool_calls": [{"id": "call-v", "type": "function", "function": {"name": SECRET, "arguments": json.dumps(args)}}]}
+    replies = [
+        AIMessage(f"opening {SECRET}", id="v-1", tool_calls=[agents.call(SECRET, "call-v", **args)], additional_kwargs=provider),
+        AIMessage(f"the token is {SECRET}", id="v-2"),
+    ]
+    question = [
+        SystemMessage(f"never say {SECRET}"),
+        HumanMessage([{"type": "text", "text": f"my key: {SECRET}"}]),
+        HumanMessage(f"open it with {SECRET}"),
+    ]
+    config = {"configurable": {"thread_id": "vault-1"}, "metadata": {SECRET: f"value {SECRET}"}}
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=name) as saver:
+        saver.setup()
+        agents.tool_agent(saver, replies, [vault]).invoke({"messages": question}, config, durability="sync")
+    yield name
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+def encodings(text: str) -> set[str]:
+    """`text` as a file can hold it: raw, or JSON-escaped up to three times deep (an arguments
+    string inside a string inside a line), non-ASCII kept or \\u-escaped at each depth."""
+    forms, layer = {text}, {text}
+    for _ in range(3):
+        layer = {json.dumps(form, ensure_ascii=ascii_only)[1:-1] for form in layer for ascii_only in (False, True)}
+        forms |= layer
+    return forms
+
+
+def strings_in(value: Any) -> Iterator[str]:
+    """Every key and string of a decoded line, and of every JSON text inside it, at any depth."""
+    if isinstance(value, str):
+        yield value
+        try:
+            inner = json.loads(value)
+        except ValueError:
+            return
+        if isinstance(inner, (str, list, dict)):
+            yield from strings_in(inner)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from strings_in(key)
+            yield from strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings_in(item)
+
+
+def assert_valid(fmt: str, line: dict[str, Any]) -> None:
+    """The line still keeps its format's rules, its tool call's arguments an object."""
+    if fmt == "raw":
+        assert messages_from_dict(line["messages"])[-1].content == "the token is [REDACTED]"
+        return
+    if fmt == "sharegpt":
+        turns = line["conversations"]
+        assert [t["from"] for t in turns] == ["human", "function_call", "observation", "gpt"]
+        assert isinstance(json.loads(turns[1]["value"])["arguments"], dict)
+        return
+    messages = line["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "user", "assistant", "tool", "assistant"]
+    [arguments] = [c["function"]["arguments"] for m in messages for c in m.get("tool_calls", ())]
+    assert isinstance(json.loads(arguments) if fmt == "openai" else arguments, dict)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "trl", "sharegpt", "raw"])
+def test_redact_lets_no_secret_through(pg_dsn: str, secret_schema: str, tmp_path: Path, fmt: str) -> None:
+    rules = tmp_path / "rules.txt"
+    rules.write_text(re.escape(SECRET).replace("\n", "n") + "\n", encoding="utf-8")  # re.escape leaves the newline raw; a rule is one line
+    out = tmp_path / f"{fmt}.jsonl"
+    result = export(pg_dsn, secret_schema, "--as", fmt, "--redact", str(rules), "--out", str(out))
+    assert "invalid" not in result.output and "redacted" in result.output, result.output
+    data = out.read_bytes()
+    assert not [form for form in encodings(SECRET) | encodings("€ü-42") if form.encode() in data]
+    [line] = lines(out)
+    found = list(strings_in(line))
+    assert not [s for s in found if "ü-42" in s]
+    for redacted in ("never say [REDACTED]", "my key: [REDACTED]", "the token is [REDACTED]", "at [REDACTED]"):
+        assert any(redacted in s for s in found), redacted
+    assert "[REDACTED]" in found  # the tool's name, an argument's key, the tool's token
+    if fmt == "raw":
+        assert line["metadata"]["[REDACTED]"] == "value [REDACTED]"
+    assert_valid(fmt, line)
