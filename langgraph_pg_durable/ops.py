@@ -46,8 +46,8 @@ from .core.actions import (
 from .core.backfill import CheckpointFacts, Decoded, WriteFacts, decoded_for_backfill, store_params, thread_backfill
 from .core.encode import PACKED_WRITES_TYPE
 from .core.history import HistoryScan
-from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
-from .core.steps import StepRecord, StepScan
+from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan, action_records, actions_from_params
+from .core.steps import StepRecord, StepScan, neighbour_params, neighbours_of
 from .core.threads import ThreadRecord, ThreadScan
 from .core.keys import CHECKPOINT_MAP, CheckpointKey, id_text, next_version, parse_config
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ListPolicy, ListState
@@ -532,6 +532,14 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _steps_page_query(self, scan: StepScan) -> Query[list[StepRecord]]:
         sql = self.sql.steps_page(scan.page_where())
         return Query(f"list_steps of thread {shown(scan.thread_id)}", sql, scan.page_params(), scan.take_page)
+
+    def _actions_from_query(self, thread_id: Any, checkpoint_ns: Any, checkpoint_id: Any, limit: Any) -> Query[list[ActionRecord]]:
+        params = actions_from_params(thread_id, checkpoint_ns, checkpoint_id, limit)
+        return Query(f"actions_from of thread {shown(params['thread_id'])}", self.sql.actions_from, params, action_records)
+
+    def _step_neighbours_query(self, thread_id: Any, step: Any) -> Query[tuple[int | None, int | None]]:
+        params = neighbour_params(thread_id, step)
+        return Query(f"step_neighbours of thread {shown(params['thread_id'])}", self.sql.step_neighbours, params, neighbours_of)
 
     def _threads_page_query(self, scan: ThreadScan) -> Query[list[ThreadRecord]]:
         sql = self.sql.threads_page(scan.rows_where(self.sql.q), scan.page_having())

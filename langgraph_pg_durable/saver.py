@@ -544,10 +544,13 @@ class DurablePostgresSaver(SaverCore):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
+        before: tuple[datetime, str] | None = None,
     ) -> Iterator[RunRecord]:
         """Runs (the `runs` view), newest first: of one thread, with one status (done,
-        interrupted, error, running), started in [since, until); streamed page by page."""
-        scan = RunScan(thread_id=thread_id, status=status, since=since, until=until, limit=limit)
+        interrupted, error, running), started in [since, until); streamed page by page.
+        `before`: the (started_at, run_id) of the last run of a page of one thread's runs,
+        for the next page."""
+        scan = RunScan(thread_id=thread_id, status=status, since=since, until=until, limit=limit, before=before)
         while not scan.done:
             for record in self._execute(self._runs_page_query(scan)):
                 yield record
@@ -588,13 +591,40 @@ class DurablePostgresSaver(SaverCore):
         checkpoint_ns: str | None = None,
         before: str | None = None,
         limit: int | None = None,
+        step: int | None = None,
+        checkpoint_id: str | None = None,
+        checkpoint_prefix: str | None = None,
+        run_prefix: str | None = None,
     ) -> Iterator[StepRecord]:
         """A thread's checkpoints, newest first (one namespace, or all), each with the tasks
-        that made it and those that ran from it, read from rows alone: no value is decoded."""
-        scan = StepScan(thread_id, checkpoint_ns=checkpoint_ns, before=before, limit=limit)
+        that made it and those that ran from it, read from rows alone: no value is decoded.
+        Only those with the `step` number, the `checkpoint_id`, or an id beginning
+        `checkpoint_prefix` or `run_prefix`, when given (a step number in the root namespace
+        and a whole checkpoint id are found by an index, whatever the thread's length)."""
+        scan = StepScan(
+            thread_id,
+            checkpoint_ns=checkpoint_ns,
+            before=before,
+            limit=limit,
+            step=step,
+            checkpoint_id=checkpoint_id,
+            checkpoint_prefix=checkpoint_prefix,
+            run_prefix=run_prefix,
+        )
         while not scan.done:
             for record in self._execute(self._steps_page_query(scan)):
                 yield record
+
+    def step_neighbours(self, thread_id: str, step: int) -> tuple[int | None, int | None]:
+        """The root-namespace step numbers just before and just after `step` in the thread
+        (None: there is none), for a reader's previous / next links: one indexed query."""
+        return self._execute(self._step_neighbours_query(thread_id, step))
+
+    def actions_from(self, thread_id: str, *, checkpoint_ns: str, checkpoint_id: str, limit: int) -> Sequence[ActionRecord]:
+        """The action rows of a namespace at `checkpoint_id` and at the checkpoints after it,
+        in checkpoint order, at most `limit`: what made a step (its parent's rows) and what
+        answered it, read in one indexed query, whatever the thread's length."""
+        return self._execute(self._actions_from_query(thread_id, checkpoint_ns, checkpoint_id, limit))
 
     def list_threads(
         self,

@@ -43,6 +43,8 @@ NAMES = {
     "alist_actions": "list_actions",
     "alist_threads": "list_threads",
     "alist_steps": "list_steps",
+    "astep_neighbours": "step_neighbours",
+    "aactions_from": "actions_from",
     "aschema_version": "schema_version",
     "adiagnose": "diagnose",
     "adistribute": "distribute",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.logs import ActionRecord
 from ..core.safe_serde import lenient_reads
 from ..core.steps import StepRecord
 from ..errors import shown
@@ -16,20 +17,31 @@ from .state_diff import StateDiff, diff_states
 from .step_view import step_view
 
 
+# Action rows from a step's parent on searched for its tool calls' results: a result comes
+# in the next step's rows (a task a call), or a reviewed call's a few steps on, never past
+# a model turn; a subgraph's rows are in its own namespace, not these.
+ANSWER_WINDOW = 64
+
+
 def find_step(saver: Any, thread: str, namespace: str, step: int | None, checkpoint: str | None, run: str | None) -> StepRecord:
     """The newest checkpoint of the namespace matching what is given (nothing: the newest).
     A checkpoint or run id may be given by a prefix, as the tables show them; one that
-    fits several is refused, naming them."""
-    found: StepRecord | None = None
-    for record in saver.list_steps(thread, checkpoint_ns=namespace):
-        if checkpoint is not None and not record.checkpoint_id.startswith(checkpoint):
-            continue
-        if step is not None and record.step != step:
-            continue
-        if run is not None and not (record.run_id or "").startswith(run):
-            continue
-        if checkpoint is not None and record.checkpoint_id == checkpoint:
+    fits several is refused, naming them. A step number and a whole checkpoint id are
+    found by an index (`list_steps`), whatever the thread's length."""
+    if checkpoint is not None:
+        exact = saver.list_steps(thread, checkpoint_ns=namespace, step=step, checkpoint_id=checkpoint, run_prefix=run, limit=1)
+        for record in exact:
             return record  # type: ignore[no-any-return]
+    found: StepRecord | None = None
+    candidates = saver.list_steps(
+        thread,
+        checkpoint_ns=namespace,
+        step=step,
+        checkpoint_prefix=checkpoint,
+        run_prefix=run,
+        limit=2 if checkpoint is not None else None,
+    )
+    for record in candidates:
         if found is None:
             found = record
             if checkpoint is None and (run is None or record.run_id == run):
@@ -39,7 +51,7 @@ def find_step(saver: Any, thread: str, namespace: str, step: int | None, checkpo
                 f"checkpoint {shown(checkpoint)} of thread {shown(thread)} is ambiguous: it begins "
                 f"{shown(found.checkpoint_id)} and {shown(record.checkpoint_id)}; give more of it"
             )
-        elif checkpoint is None and run is not None and found.run_id != record.run_id:
+        elif checkpoint is None and found.run_id != record.run_id:
             raise LookupError(
                 f"run {shown(run)} of thread {shown(thread)} is ambiguous: it begins "
                 f"{shown(found.run_id)} and {shown(record.run_id)}; give more of it"
@@ -56,14 +68,30 @@ def find_step(saver: Any, thread: str, namespace: str, step: int | None, checkpo
     raise LookupError(f"thread {shown(thread)} has no {what} in {place}")
 
 
+def step_actions(saver: Any, record: StepRecord) -> list[ActionRecord]:
+    """The action rows of a step's namespace from its parent checkpoint on, ANSWER_WINDOW
+    rows in all, or more when the rows that made the step (however many tasks ran) need
+    more: those first, then the rows after them."""
+    start = record.parent_checkpoint_id or record.checkpoint_id
+    limit = ANSWER_WINDOW
+    while True:
+        rows: list[ActionRecord] = saver.actions_from(
+            record.thread_id, checkpoint_ns=record.checkpoint_ns, checkpoint_id=start, limit=limit
+        )
+        if len(rows) < limit or rows[-1].checkpoint_id != start:
+            return rows
+        limit *= 2
+
+
 def read_step_view(saver: Any, record: StepRecord, *, full: bool = False, internals: bool = False) -> dict[str, Any]:
-    """`step_view` of a step: its run's actions, and its parent's state (and writes, with
-    `full`); what the tasks wrote to LangGraph's own channels only with `internals`."""
+    """`step_view` of a step: the rows that made it (of its run), its tool calls' results
+    from the rows after it (a reviewed call runs in the run after its review), and its
+    parent's state (and writes, with `full`); what the tasks wrote to LangGraph's own
+    channels only with `internals`. Every read is indexed: the cost does not grow with
+    the thread."""
     thread, namespace = record.thread_id, record.checkpoint_ns
-    # The thread's actions: the step's own come from its run; a tool call's result may come
-    # from a later run (a reviewed call runs after the resume).
-    every = list(saver.list_actions(thread_id=thread))
-    actions = [a for a in every if a.run_id == record.run_id] if record.run_id else every
+    rows = step_actions(saver, record)
+    made = [a for a in rows if a.checkpoint_id == record.parent_checkpoint_id and (not record.run_id or a.run_id == record.run_id)]
     parent = found = None
     # What a person reads: a value of a type this process would not rebuild shows as its
     # fields, and the view names the type (`unreadable_types`), rather than nothing at all.
@@ -73,11 +101,11 @@ def read_step_view(saver: Any, record: StepRecord, *, full: bool = False, intern
             parent = values_of(saver, found) if found is not None else None
     view = step_view(
         record,
-        actions,
+        made,
         parent,
         full_writes=found.pending_writes if full and found is not None else None,
         internals=internals,
-        answers=every,
+        answers=rows,
     )
     view["unreadable_types"] = unreadable
     return view

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ConfigError, shown
 from ..sql.logs import ActionColumn as C
 from ..sql.logs import RunColumn as R
 from .actions import ACTION_TYPES
@@ -59,6 +60,7 @@ class RunScan(Pager):
         ("status", "status = %(status)s"),
         ("since", "started_at >= %(since)s"),
         ("until", "started_at < %(until)s"),
+        ("before_started", "(started_at, run_id) < (%(before_started)s, %(before_run)s)"),
     )
     KEYSET = "(started_at, thread_id, run_id) < (%(after_started)s, %(after_thread)s, %(after_run)s)"
     CURSOR = ("after_started", "after_thread", "after_run")
@@ -71,13 +73,21 @@ class RunScan(Pager):
         since: Any = None,
         until: Any = None,
         limit: Any = None,
+        before: Any = None,
     ) -> None:
         filters = {
             "thread_id": id_text(thread_id, "thread_id") if thread_id is not None else None,
             "status": one_of(status, RUN_STATUSES, "list_runs() status"),
             "since": moment(since, "list_runs() since"),
             "until": moment(until, "list_runs() until"),
+            "before_started": None,
+            "before_run": None,
         }
+        if before is not None:  # a page of one thread's runs after the previous page's last
+            if thread_id is None or not (isinstance(before, tuple) and len(before) == 2):
+                raise ConfigError(f"list_runs() before takes (started_at, run_id) of a run of the thread given, got {shown(before)}")
+            filters["before_started"] = moment(before[0], "list_runs() before's started_at")
+            filters["before_run"] = id_text(before[1], "list_runs() before's run_id")
         super().__init__(page_limit(limit, "list_runs()"), filters)
 
     @property
@@ -98,6 +108,37 @@ class RunScan(Pager):
             self.cursor = (last.started_at, last.thread_id, last.run_id)
         self.took(len(records), self._asked)
         return records
+
+
+def action_records(rows: Sequence[Sequence[Any]]) -> list[ActionRecord]:
+    """`sql.logs.ActionColumn` rows as records."""
+    return [
+        ActionRecord(
+            r[C.THREAD_ID],
+            r[C.CHECKPOINT_NS],
+            r[C.CHECKPOINT_ID],
+            r[C.RUN_ID] or None,
+            r[C.STEP],
+            r[C.TASK_ID],
+            r[C.AGENT],
+            r[C.ACTION_TYPE],
+            load_json(r[C.PAYLOAD]),
+            r[C.CREATED_AT],
+        )
+        for r in rows
+    ]
+
+
+def actions_from_params(thread_id: Any, checkpoint_ns: Any, checkpoint_id: Any, limit: Any) -> dict[str, Any]:
+    """The parameters of `actions_from`, checked."""
+    if type(limit) is not int or limit < 1:
+        raise ConfigError(f"actions_from() limit must be a whole number >= 1, got {shown(limit)}")
+    return {
+        "thread_id": id_text(thread_id, "thread_id"),
+        "checkpoint_ns": id_text(checkpoint_ns, "checkpoint_ns"),
+        "checkpoint_id": id_text(checkpoint_id, "checkpoint_id"),
+        "limit": limit,
+    }
 
 
 def _like(text: Any) -> str:
@@ -154,21 +195,7 @@ class ActionScan(Pager):
 
     def take_page(self, rows: Sequence[Sequence[Any]]) -> list[ActionRecord]:
         """The page's records (`sql.logs.ActionColumn` rows); moves the keyset past them."""
-        records = [
-            ActionRecord(
-                r[C.THREAD_ID],
-                r[C.CHECKPOINT_NS],
-                r[C.CHECKPOINT_ID],
-                r[C.RUN_ID] or None,
-                r[C.STEP],
-                r[C.TASK_ID],
-                r[C.AGENT],
-                r[C.ACTION_TYPE],
-                load_json(r[C.PAYLOAD]),
-                r[C.CREATED_AT],
-            )
-            for r in rows
-        ]
+        records = action_records(rows)
         if rows:
             last = rows[-1]
             self.cursor = tuple(last[c] for c in (C.CREATED_AT, C.THREAD_ID, C.CHECKPOINT_NS, C.CHECKPOINT_ID, C.TASK_ID, C.RUN_ID, C.IDX))

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ListIntegrityError, shown
+from ..errors import ConfigError, ListIntegrityError, shown
+from ..sql.steps import NeighbourColumn as N
 from ..sql.steps import StepColumn as S
 from .codec import load_json
 from .keys import id_text
@@ -82,23 +83,54 @@ def _task(entry: list[Any], where: str) -> TaskRecord:
 
 
 class StepScan(Pager):
-    """One `list_steps()` call on one thread: one namespace or all, before a checkpoint."""
+    """One `list_steps()` call on one thread: one namespace or all, before a checkpoint; or
+    the lookups of `lgpd show` and the replay page: a step number, a checkpoint id (whole,
+    or a prefix), a run id's prefix.
+
+    A step number in the root namespace is found through the root-step index (its
+    predicate, `checkpoint_ns = ''`, is written out so every plan can use it), a whole
+    checkpoint id through the primary key: one index probe, whatever the thread's length."""
 
     FILTERS = (
+        ("root", "c.checkpoint_ns = ''"),
         ("checkpoint_ns", "c.checkpoint_ns = %(checkpoint_ns)s"),
+        ("step", "c.step = %(step)s"),
+        ("checkpoint_id", "c.checkpoint_id = %(checkpoint_id)s"),
+        ("checkpoint_prefix", "starts_with(c.checkpoint_id, %(checkpoint_prefix)s)"),
+        ("run_prefix", "starts_with(c.run_id, %(run_prefix)s)"),
         ("before", "c.checkpoint_id < %(before)s"),
     )
 
-    def __init__(self, thread_id: Any, *, checkpoint_ns: Any = None, before: Any = None, limit: Any = None) -> None:
+    def __init__(
+        self,
+        thread_id: Any,
+        *,
+        checkpoint_ns: Any = None,
+        before: Any = None,
+        limit: Any = None,
+        step: Any = None,
+        checkpoint_id: Any = None,
+        checkpoint_prefix: Any = None,
+        run_prefix: Any = None,
+    ) -> None:
         self.thread_id = id_text(thread_id, "thread_id")
+        namespace = id_text(checkpoint_ns, "checkpoint_ns") if checkpoint_ns is not None else None
+        if step is not None and (type(step) is not int or not -(2**31) <= step < 2**31):
+            raise ConfigError(f"list_steps() step must be a whole number, got {shown(step)}")
         filters = {
-            "checkpoint_ns": id_text(checkpoint_ns, "checkpoint_ns") if checkpoint_ns is not None else None,
+            "root": True if namespace == "" else None,
+            "checkpoint_ns": namespace or None,
+            "step": step,
+            "checkpoint_id": id_text(checkpoint_id, "checkpoint_id") if checkpoint_id is not None else None,
+            "checkpoint_prefix": id_text(checkpoint_prefix, "checkpoint_prefix") if checkpoint_prefix is not None else None,
+            "run_prefix": id_text(run_prefix, "run_prefix") if run_prefix is not None else None,
             "before": id_text(before, "before") if before is not None else None,
         }
         super().__init__(page_limit(limit, "list_steps()"), filters)
 
     def page_params(self) -> dict[str, Any]:
         params = super().page_params()
+        params.pop("root", None)  # a literal in the statement, not a parameter
         params["thread_id"] = self.thread_id
         return params
 
@@ -128,3 +160,16 @@ class StepScan(Pager):
             self.filters["before"] = records[-1].checkpoint_id
         self.took(len(records), self._asked)
         return records
+
+
+def neighbour_params(thread_id: Any, step: Any) -> dict[str, Any]:
+    """The parameters of `step_neighbours`, checked."""
+    if type(step) is not int or not -(2**31) <= step < 2**31:
+        raise ConfigError(f"step_neighbours() step must be a whole number, got {shown(step)}")
+    return {"thread_id": id_text(thread_id, "thread_id"), "step": step}
+
+
+def neighbours_of(rows: Sequence[Sequence[Any]]) -> tuple[int | None, int | None]:
+    """(the root step before, the root step after) from `step_neighbours`'s one row."""
+    row = rows[0]
+    return row[N.PREVIOUS_STEP], row[N.NEXT_STEP]

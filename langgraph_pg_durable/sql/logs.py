@@ -59,15 +59,18 @@ ORDER BY r.started_at DESC, r.thread_id DESC, r.run_id DESC
 LIMIT %(page)s"""
 
 
+def _action_columns(**exprs: str) -> str:
+    """The `ActionColumn` columns of `action_log a`: the payload as text, and `exprs`."""
+    return ", ".join({"payload": "a.payload::text", **exprs}.get(name, f"a.{name}") for name in ActionColumn.names())
+
+
 def actions_page(q: str, where: str, *, one_thread: bool = False) -> str:
     """One page of `list_actions()` under `where` (over `action_log a`), oldest first; a
     step not stored is read from the checkpoint, as the `actions` view does. `one_thread`:
     `where` names the thread, and so does the join (Citus then reads that shard alone)."""
     anchor = " AND c.thread_id = %(thread_id)s" if one_thread else ""
-    exprs = {"payload": "a.payload::text", "step": "coalesce(a.step, c.step + 1)"}
-    columns = ", ".join(exprs.get(name, f"a.{name}") for name in ActionColumn.names())
     return f"""
-SELECT {columns}
+SELECT {_action_columns(step="coalesce(a.step, c.step + 1)")}
 FROM {q}.action_log a
 LEFT JOIN {q}.checkpoints c
   ON a.step IS NULL AND c.thread_id = a.thread_id AND c.checkpoint_ns = a.checkpoint_ns
@@ -75,6 +78,21 @@ LEFT JOIN {q}.checkpoints c
 WHERE {where}
 ORDER BY a.created_at, a.thread_id, a.checkpoint_ns, a.checkpoint_id, a.task_id, a.run_id, a.idx
 LIMIT %(page)s"""
+
+
+def actions_from(q: str) -> str:
+    """`actions_from()`: a namespace's action rows at a checkpoint and the checkpoints after
+    it, in checkpoint order (the primary key's: no sort, and the scan stops at the limit,
+    however long the thread). A step not stored is read from its checkpoint by a probe of
+    that row alone, made only for a row without one."""
+    step = f"""coalesce(a.step, (SELECT c.step + 1 FROM {q}.checkpoints c
+        WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = a.checkpoint_ns AND c.checkpoint_id = a.checkpoint_id))"""
+    return f"""
+SELECT {_action_columns(step=step)}
+FROM {q}.action_log a
+WHERE a.thread_id = %(thread_id)s AND a.checkpoint_ns = %(checkpoint_ns)s AND a.checkpoint_id >= %(checkpoint_id)s
+ORDER BY a.checkpoint_id, a.task_id, a.run_id, a.idx
+LIMIT %(limit)s"""
 
 
 # -- backfill_actions -------------------------------------------------------------------------

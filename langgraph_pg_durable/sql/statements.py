@@ -84,6 +84,8 @@ class Statements:
         self.delete_for_runs = deletes.delete_for_runs(q)
         self.prune_keep_latest = deletes.prune_keep_latest(q)
         self.copy_thread = deletes.copy_thread(q)
+        self.actions_from = logs.actions_from(q)
+        self.step_neighbours = steps.step_neighbours(q)
         self.backfill_threads = logs.backfill_threads(q)
         self.checkpoint_facts = logs.checkpoint_facts(q)
         self.write_facts = logs.write_facts(q)

@@ -88,3 +88,24 @@ SELECT p.thread_id, p.checkpoint_ns, p.checkpoint_id, p.parent_checkpoint_id, p.
        END::float8 AS duration_ms
 FROM page p
 ORDER BY p.checkpoint_id DESC"""
+
+
+class NeighbourColumn(Columns):
+    """The row of `step_neighbours`."""
+
+    PREVIOUS_STEP = 0  # the greatest root step below the one asked for (None: none)
+    NEXT_STEP = 1  # the least above it
+
+
+def step_neighbours(q: str) -> str:
+    """The root steps just before and after `%(step)s` in a thread: two probes of the
+    root-step index (its predicate written out), whatever the thread's length. Each is an
+    ORDER BY ... LIMIT 1, not max()/min(): a plan made without statistics aggregates every
+    step past the bound instead."""
+    return f"""
+SELECT (SELECT c.step FROM {q}.checkpoints c
+        WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = '' AND c.step < %(step)s
+        ORDER BY c.step DESC LIMIT 1) AS previous_step,
+       (SELECT c.step FROM {q}.checkpoints c
+        WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = '' AND c.step > %(step)s
+        ORDER BY c.step LIMIT 1) AS next_step"""

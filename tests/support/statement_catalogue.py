@@ -71,8 +71,10 @@ def _listing_pages(s: Statements) -> dict[str, Entry]:
         scan.cursor = ("c", "t", "")
         out[f"{label}, next page"] = Entry(s.list_page(scan.page_where()), anchors, "list_page")
     # list_runs() and list_actions(): every filter combination, first and next page.
-    run_filters = {"thread_id": "t", "status": "done", "since": moment, "until": moment}
+    run_filters = {"thread_id": "t", "status": "done", "since": moment, "until": moment, "before": (moment, "r")}
     for combo in _subsets(list(run_filters)):
+        if "before" in combo and "thread_id" not in combo:
+            continue  # a page of one thread's runs only
         scan = RunScan(**{k: run_filters[k] for k in combo})
         anchors = ONE if "thread_id" in combo else ANY_THREAD
         out[f"list_runs {combo}"] = Entry(s.runs_page(scan.page_where(), one_thread=scan.one_thread), anchors, "runs_page")
@@ -99,10 +101,14 @@ def _listing_pages(s: Statements) -> dict[str, Entry]:
     for combo in _subsets(list(thread_filters)):
         scan = ThreadScan(**{k: thread_filters[k] for k in combo})
         out[f"list_threads {combo}"] = Entry(s.threads_page(scan.rows_where(s.q), scan.page_having()), ANY_THREAD, "threads_page")
-    # list_steps(): one thread, a namespace or all, before a checkpoint or not.
-    for combo in _subsets(["checkpoint_ns", "before"]):
-        step_scan = StepScan("t", **{k: "x" for k in combo})
-        out[f"list_steps {combo}"] = Entry(s.steps_page(step_scan.page_where()), ONE, "steps_page")
+    # list_steps(): one thread, the root namespace, another or all, before a checkpoint or
+    # not; the lookups of `lgpd show` and the page: a step, a checkpoint id or its prefix, a
+    # run id's prefix.
+    step_filters = {"before": "x", "step": 3, "checkpoint_id": "c", "checkpoint_prefix": "c", "run_prefix": "r"}
+    for namespace in (None, "", "ns"):
+        for combo in _subsets(list(step_filters)):
+            step_scan = StepScan("t", checkpoint_ns=namespace, **{k: step_filters[k] for k in combo})
+            out[f"list_steps {namespace!r} {combo}"] = Entry(s.steps_page(step_scan.page_where()), ONE, "steps_page")
     return out
 
 
@@ -131,6 +137,8 @@ def every_statement(schema: str = "s") -> dict[str, Entry]:
         ("checkpoint_facts", ONE),
         ("write_facts", ONE),
         ("backfill_store", ONE),
+        ("actions_from", ONE),
+        ("step_neighbours", ONE),
         ("latest_checkpoints", GIVEN),
         ("delete_threads", GIVEN),
         ("delete_for_runs", GIVEN),
