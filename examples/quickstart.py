@@ -88,7 +88,7 @@ def main() -> None:
             step = snapshot.metadata.get("step")
             print(f"  step {step:>2}  source={snapshot.metadata.get('source'):<6} next={snapshot.next}")
         thread_id = thread["configurable"]["thread_id"]
-        print(f"see it step by step: run `lgpd serve` here, then open http://127.0.0.1:8765/threads/{thread_id}")
+        print(f"see it step by step: run `lgpd serve` here, open the link it prints (it carries its token), then thread {thread_id}")
 
 
 if __name__ == "__main__":

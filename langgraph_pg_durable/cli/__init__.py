@@ -7,7 +7,7 @@ help says it writes. `main()` is the console script and `python -m langgraph_pg_
 from __future__ import annotations
 
 # Each registers its commands on `app`, in the order `lgpd --help` lists them.
-from . import listing, steps, compare, search, export, forks, maintain  # noqa: F401, I001
+from . import listing, steps, compare, search, export, forks, maintain, serve  # noqa: F401, I001
 from .app import app, main
 
 __all__ = ["app", "main"]

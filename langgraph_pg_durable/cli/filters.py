@@ -51,7 +51,10 @@ def moment(text: str | None, option: str, *, now: datetime.datetime | None = Non
     age = _AGE.match(text)
     if age:
         now = now or datetime.datetime.now(datetime.timezone.utc)
-        return now - datetime.timedelta(seconds=float(age.group(1)) * _UNIT_SECONDS[age.group(2)])
+        try:
+            return now - datetime.timedelta(seconds=float(age.group(1)) * _UNIT_SECONDS[age.group(2)])
+        except OverflowError:
+            raise ConfigError(f"{option} {shown(text)}: an age reaching before the year 1 (give a smaller one)") from None
     try:
         value = datetime.datetime.fromisoformat(text)
     except ValueError:

@@ -297,27 +297,3 @@ def distribute(
         f"schema {target.schema!r}: {sum(step.table in done for step in tables)} of {len(tables)} tables and "
         f"{sum(step.table in done for step in functions)} of {len(functions)} write functions distributed now"
     )
-
-
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-
-
-@app.command()
-@failing_cleanly
-def serve(
-    ctx: typer.Context,
-    host: Annotated[str, typer.Option(help="the address to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="the port")] = 8765,
-    token: Annotated[str | None, typer.Option(envvar="LGPD_TOKEN", show_envvar=True, help="required of every request when set")] = None,
-) -> None:
-    """The replay page's server (read-only). It listens on 127.0.0.1 only, unless a token
-    is set: then it may listen anywhere, and every request must carry the token."""
-    if host not in LOCAL_HOSTS and not token:
-        raise ConfigError(f"--host {host!r} lets other machines in: set --token (or $LGPD_TOKEN) to serve there")
-    import uvicorn
-
-    from ..web import create_app
-
-    target: Target = ctx.obj
-    print(f"lgpd serve: http://{host}:{port}/" + (f"?token={token}" if token else ""), flush=True)
-    uvicorn.run(create_app(target.saver, token=token, schema=target.schema), host=host, port=port, log_level="warning")

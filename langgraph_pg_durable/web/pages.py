@@ -20,17 +20,21 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from ..cli.filters import metadata_filter, moment
+from ..cli.filters import metadata_filter
 from ..cli.reading import find_step, read_diff, read_step_view
 from ..cli.render import fields_of, plain, took
 from ..core.actions import subgraph_path
 from ..core.runs import RUN_STATUSES
 from ..core.steps import tokens_of
 from ..errors import ConfigError
+from .api import runs_before, runs_page
+from .guard import path_id
+from .query import flag, integer, text, time_bound, whole
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 PAGE = 50
 TIMELINE = 200
+RUNS = 50  # runs on a thread's page; older ones a page at a time
 CUT = 4000  # characters of a message shown before "N more"; the JSON has them all
 
 
@@ -57,7 +61,18 @@ def _cut(text: str) -> str:
 
 
 environment = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
-environment.filters.update(when=_when, took=took, pretty=_pretty, jsontext=_json_text, cut=_cut, urlpart=lambda v: quote(str(v), safe=""))
+
+
+def _isolate(value: Any) -> str:
+    """Text from the database set apart for bidi where no element can be (a `<title>`):
+    between FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE, so a U+202E inside reverses
+    nothing around it. In the body, `<bdi>` does the same."""
+    return f"\u2068{value}\u2069"
+
+
+environment.filters.update(
+    when=_when, took=took, pretty=_pretty, jsontext=_json_text, cut=_cut, urlpart=lambda v: quote(str(v), safe=""), isolate=_isolate
+)
 
 
 def render(name: str, **context: Any) -> HTMLResponse:
@@ -76,18 +91,18 @@ def page_routes(saver: Callable[[], Any], schema: str) -> list[tuple[str, Callab
 
     def threads(request: Request) -> Response:
         query = request.query_params
-        status = query.get("status") or None
+        status = text(query, "status")
         if status is not None and status not in RUN_STATUSES:
-            raise ConfigError(f"status {status!r} is not one of {', '.join(RUN_STATUSES)}")
+            raise ConfigError(f"?status {status!r} is not one of {', '.join(RUN_STATUSES)}")
         meta_text = (query.get("meta") or "").strip()
         metadata = metadata_filter([f"meta.{term}" for term in meta_text.split()] if meta_text else None)
         records = list(
             saver().list_threads(
                 status=status,
                 metadata=metadata,
-                since=moment(query.get("since") or None, "since"),
+                since=time_bound(query, "since"),
                 limit=PAGE,
-                after=query.get("after") or None,
+                after=text(query, "after"),
             )
         )
         following = records[-1].thread_id if len(records) == PAGE else None
@@ -105,8 +120,9 @@ def page_routes(saver: Callable[[], Any], schema: str) -> list[tuple[str, Callab
         )
 
     def thread(request: Request) -> Response:
-        thread_id = request.path_params["thread_id"]
-        records = list(saver().list_steps(thread_id, before=request.query_params.get("before") or None, limit=TIMELINE))
+        thread_id = path_id(request.path_params["thread_id"])
+        query = request.query_params
+        records = list(saver().list_steps(thread_id, before=text(query, "before"), limit=TIMELINE))
         if not records:
             raise LookupError(f"thread {thread_id!r} has no checkpoints")
         steps = [
@@ -119,24 +135,20 @@ def page_routes(saver: Callable[[], Any], schema: str) -> list[tuple[str, Callab
             for r in records
         ]
         following = records[-1].checkpoint_id if len(records) == TIMELINE else None
+        runs, older_runs = runs_page(saver(), thread_id, RUNS, runs_before(text(query, "runs_before"), "?runs_before"))
         return render(
-            "thread.html", schema=schema, thread_id=thread_id, runs=list(saver().list_runs(thread_id)), steps=steps, next_before=following
+            "thread.html", schema=schema, thread_id=thread_id, runs=runs, older_runs=older_runs, steps=steps, next_before=following
         )
 
     def step(request: Request) -> Response:
-        thread_id = request.path_params["thread_id"]
-        try:
-            number = int(request.path_params["step"])
-        except ValueError:
-            raise ConfigError(f"step {request.path_params['step']!r} is not a whole number") from None
-        record = find_step(saver(), thread_id, "", number, None, request.query_params.get("run") or None)
-        internals = request.query_params.get("internals") in ("1", "true", "yes")
+        thread_id = path_id(request.path_params["thread_id"])
+        number = whole(request.path_params["step"], "step")
+        query = request.query_params
+        internals = flag(query, "internals")
+        against = integer(query, "against")
+        record = find_step(saver(), thread_id, "", number, None, text(query, "run"))
         view = read_step_view(saver(), record, internals=internals)
-        root_steps = sorted({s.step for s in saver().list_steps(thread_id, checkpoint_ns="") if s.step is not None})
-        earlier = [s for s in root_steps if s < number]
-        later = [s for s in root_steps if s > number]
-        against_text = request.query_params.get("against") or ""
-        against = int(against_text) if against_text.lstrip("-").isdigit() else None
+        prev_step, next_step = saver().step_neighbours(thread_id, number)
         found = None
         if against is not None or record.parent_checkpoint_id:
             _, _, found = read_diff(
@@ -153,14 +165,14 @@ def page_routes(saver: Callable[[], Any], schema: str) -> list[tuple[str, Callab
             schema=schema,
             view=view,
             internals=internals,
-            prev_step=earlier[-1] if earlier else None,
-            next_step=later[0] if later else None,
+            prev_step=prev_step,
+            next_step=next_step,
             against=against,
             diff=found,
         )
 
     return [
         ("/", threads),
-        ("/threads/{thread_id:path}/steps/{step}", step),
-        ("/threads/{thread_id:path}", thread),
+        ("/threads/{thread_id}/steps/{step}", step),
+        ("/threads/{thread_id}", thread),
     ]

@@ -4,8 +4,11 @@ app `lgpd serve` runs, on a database of real agent runs.
 A person opens the threads page, a thread, a step: the tool call and its result are shown
 together, a `<script>` in a message is shown as text (and never runs), the diff marks an
 edited message, and a step committed while the thread page is open appears without a
-reload. Without Chromium the tests skip, unless $LGPD_REQUIRE_BROWSER is set (as .ci/run
-does, after installing it). With $LGPD_SCREENSHOTS=DIR they save the README's screenshots.
+reload. The guard holds in the browser too: a page on a name rebound to 127.0.0.1 reads
+nothing, a foreign page cannot frame the replay page, and the token link leaves no token
+behind in the address bar. Without Chromium the tests skip, unless $LGPD_REQUIRE_BROWSER is
+set (as .ci/run does, after installing it). With $LGPD_SCREENSHOTS=DIR they save the
+README's screenshots.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import socket
 import threading
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +48,8 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 WAIT_SECONDS = 30  # the longest a page may take to show what it must; not a pause
+REBOUND = "evil.example"  # the browser resolves it to 127.0.0.1, as a rebound name would
+TOKEN = "browser-test-token-0123456789"
 
 
 @pytest.fixture(scope="module")
@@ -60,32 +67,87 @@ def schema(pg_dsn: str) -> Iterator[str]:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
 
 
-@pytest.fixture(scope="module")
-def server(pg_dsn: str, schema: str) -> Iterator[str]:
-    """The app on a socket bound before the browser starts: a request waits in its backlog
-    until the server accepts it, so nothing waits for the server to come up."""
+@contextmanager
+def serving(pg_dsn: str, schema: str, **options: Any) -> Iterator[str]:
+    """The app (`create_app` with `options`) on a socket bound before the browser starts: a
+    request waits in its backlog until the server accepts it, so nothing waits for the
+    server to come up."""
     import uvicorn
 
     listening = socket.socket()
     listening.bind(("127.0.0.1", 0))
     listening.listen(64)
     port = listening.getsockname()[1]
-    app = create_app(Target(pg_dsn, schema).saver, schema=schema)
+    app = create_app(Target(pg_dsn, schema).saver, schema=schema, **options)
     running = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     thread = threading.Thread(target=running.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{port}"
-    running.should_exit = True
-    thread.join(timeout=WAIT_SECONDS)
-    listening.close()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        running.should_exit = True
+        thread.join(timeout=WAIT_SECONDS)
+        listening.close()
+
+
+@pytest.fixture(scope="module")
+def server(pg_dsn: str, schema: str) -> Iterator[str]:
+    with serving(pg_dsn, schema) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def token_server(pg_dsn: str, schema: str) -> Iterator[str]:
+    with serving(pg_dsn, schema, token=TOKEN) as url:
+        yield url
+
+
+@contextmanager
+def foreign_site(html: str) -> Iterator[str]:
+    """Another site on this machine serving `html` at `/`, from a socket bound (by the
+    stdlib server's constructor) before the browser opens it; shut down on leaving."""
+    body = html.encode()
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    site = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=site.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{site.server_address[1]}/"
+    finally:
+        site.shutdown()
+        site.server_close()
+        thread.join(timeout=WAIT_SECONDS)
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM  # type: ignore[assignment]
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1",
+    ):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
     yield driver
     driver.quit()
@@ -164,3 +226,84 @@ def test_a_live_step_names_its_reply_and_tokens_as_the_server_does(server: str, 
     reply = newest.find_element(By.CSS_SELECTOR, "q.reply")
     assert reply.text == "You're welcome." and "34" in newest.text and "ms" in newest.text
     assert "1 + 2 = 3" in served and "26" in served
+
+
+def test_a_page_on_a_rebound_name_reads_nothing(server: str, browser: Any) -> None:
+    """DNS rebinding: a name the attacker controls, rebound to 127.0.0.1, reaches the
+    server, but neither its pages nor a script on that name's origin read a thread."""
+    rebound = server.replace("127.0.0.1", REBOUND)
+    browser.get(rebound + "/")
+    shown = browser.find_element(By.TAG_NAME, "body").text
+    assert "421" in shown and "is not this server's name" in shown
+    assert "calc-1" not in browser.page_source
+    browser.get(rebound + "/api/threads")
+    assert "is not this server's name" in browser.find_element(By.TAG_NAME, "body").text
+    assert "calc-1" not in browser.page_source
+    read = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch('/api/threads').then(r => r.text().then(t => done([r.status, t])), e => done([0, String(e)]));"
+    )
+    assert read[0] == 421 and "calc-1" not in read[1]
+    browser.get(server + "/")
+    assert browser.find_elements(By.LINK_TEXT, "calc-1")
+
+
+def test_a_foreign_page_cannot_frame_the_replay_page(server: str, browser: Any) -> None:
+    """Clickjacking: a page of another origin frames a thread; the browser refuses to show
+    the replay page in the frame (frame-ancestors 'none', X-Frame-Options DENY) and says why."""
+    frame = f"""<iframe id="f" src="{server}/threads/calc-1" onload="document.title = 'framed'"></iframe>"""
+    browser.get_log("browser")
+    logged: list[str] = []
+
+    def refusal_logged(driver: Any) -> bool:
+        logged.extend(entry["message"] for entry in driver.get_log("browser"))
+        return any("frame-ancestors" in m or "X-Frame-Options" in m for m in logged)
+
+    with foreign_site(f"<!doctype html><title>foreign</title>{frame}") as foreign:
+        browser.get(foreign)
+        WebDriverWait(browser, WAIT_SECONDS).until(lambda d: d.title == "framed")
+        browser.switch_to.frame("f")
+        try:
+            inside = browser.page_source
+        finally:
+            browser.switch_to.default_content()
+        assert "calc-1" not in inside and 'class="brand"' not in inside
+        WebDriverWait(browser, WAIT_SECONDS).until(refusal_logged)
+
+
+def test_the_token_link_leaves_no_token_behind(token_server: str, browser: Any) -> None:
+    """`?token=` is traded for an HttpOnly session cookie (not the token) and a redirect to
+    the same page without it: the token is not in the address bar, history or the cookie a
+    script reads; the cookie opens the other pages, and without it the server refuses."""
+    port = token_server.rsplit(":", 1)[1]
+    browser.delete_all_cookies()
+    browser.get(f"{token_server}/threads/calc-1?token={TOKEN}")
+    WebDriverWait(browser, WAIT_SECONDS).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#steps tbody tr"))
+    assert browser.current_url == token_server + "/threads/calc-1"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#steps tbody tr")) == 8
+    seen_by_script = browser.execute_script("return [document.cookie, location.href, JSON.stringify(history.state)]")
+    assert not any(TOKEN in seen or "lgpd_" in seen for seen in seen_by_script)
+    session = browser.get_cookie(f"lgpd_session_{port}")
+    assert session is not None and session["httpOnly"] and TOKEN not in session["value"]
+    assert [c["name"] for c in browser.get_cookies()] == [session["name"]]
+    browser.get(token_server + "/")
+    assert browser.find_elements(By.LINK_TEXT, "calc-1")
+    browser.delete_all_cookies()
+    browser.get(token_server + "/")
+    shown = browser.find_element(By.TAG_NAME, "body").text
+    assert "401" in shown and "a token is required" in shown
+    assert "calc-1" not in browser.page_source
+
+
+def test_the_token_link_works_when_followed_from_another_site(token_server: str, browser: Any) -> None:
+    """A link to `?token=` on another site (a chat, a notebook on localhost): the browser
+    would not send a SameSite=Strict cookie on a redirect that site started, so the server
+    answers with a page that moves on by itself, and the thread shows without the token."""
+    browser.delete_all_cookies()
+    link = f'<a id="go" href="{token_server}/threads/calc-1?token={TOKEN}">open</a>'
+    with foreign_site(f"<!doctype html><title>chat</title>{link}") as foreign:
+        browser.get(foreign.replace("127.0.0.1", REBOUND))
+        browser.find_element(By.ID, "go").click()
+        WebDriverWait(browser, WAIT_SECONDS).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#steps tbody tr"))
+    assert browser.current_url == token_server + "/threads/calc-1"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#steps tbody tr")) == 8

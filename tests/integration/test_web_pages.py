@@ -38,7 +38,7 @@ def schema(pg_dsn: str) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def client(pg_dsn: str, schema: str) -> Iterator[TestClient]:
-    with TestClient(create_app(Target(pg_dsn, schema).saver, schema=schema)) as client:
+    with TestClient(create_app(Target(pg_dsn, schema).saver, schema=schema), base_url="http://127.0.0.1:8765") as client:
         yield client
 
 
@@ -64,10 +64,10 @@ def test_a_thread_page_is_a_timeline_with_nested_subgraphs(client: TestClient) -
     html = page(client, "/threads/calc-1")
     assert html.count("data-checkpoint=") == 8 and 'href="/threads/calc-1/steps/1"' in html
     assert 'data-api="/api/threads/calc-1/steps?limit=50"' in html  # what the page polls for new steps
-    assert '<span class="tools">add</span>' in html and '<q class="reply">1 + 2 = 3</q>' in html  # what each step did
+    assert '<span class="tools"><bdi>add</bdi></span>' in html and '<q class="reply" dir="auto">1 + 2 = 3</q>' in html  # what each step did
     assert '<td class="num">17</td>' in html and "34 tokens" in html  # a step's tokens, and a run's
     team = page(client, "/threads/team-1")
-    assert 'class="depth-1"' in team and '<span class="ns">writer</span>' in team
+    assert 'class="depth-1"' in team and '<span class="ns"><bdi>writer</bdi></span>' in team
     failed = page(client, "/threads/flaky-1")
     assert 'class="badge error"' in failed
 
@@ -75,7 +75,7 @@ def test_a_thread_page_is_a_timeline_with_nested_subgraphs(client: TestClient) -
 def test_a_step_shows_the_tool_call_beside_its_result(client: TestClient) -> None:
     html = page(client, "/threads/calc-1/steps/1")
     call = re.search(r'<div class="call" data-call="call-1">(.*?)</div>\s*</div>', html, re.S)
-    assert call is not None and '<code class="tool">add</code>' in call.group(1) and "<pre>3</pre>" in call.group(1)
+    assert call is not None and '<code class="tool"><bdi>add</bdi></code>' in call.group(1) and "<pre>3</pre>" in call.group(1)
     assert 'rel="prev"' in html and 'href="/threads/calc-1/steps/2"' in html  # keyboard navigation's links
     failed = page(client, "/threads/flaky-1/steps/1")
     assert "ValueError: service down for &#39;weather&#39;" in failed and "<summary>traceback</summary>" in failed
