@@ -38,3 +38,14 @@ def test_connection_options_may_follow_the_command() -> None:
         "2",
     ]
     assert globals_first(["export", "--", "--dsn"]) == ["export", "--", "--dsn"]
+
+
+@pytest.mark.parametrize(("command", "option"), [("export", "--tools"), ("replay", "--graph")])
+def test_an_option_that_imports_a_module_says_it_runs_it(command: str, option: str) -> None:
+    import typer.main
+
+    from langgraph_pg_durable.cli import app
+
+    found = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    params = {p.opts[0]: p for p in found.params if p.opts}
+    assert "imports and runs MODULE" in (params[option].help or "")
