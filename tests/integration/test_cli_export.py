@@ -20,6 +20,7 @@ from psycopg import sql
 from typer.testing import CliRunner
 
 import agents
+from json_strings import strings_in
 from langgraph_pg_durable import DurablePostgresSaver
 from langgraph_pg_durable.cli import app
 
@@ -192,25 +193,6 @@ def encodings(text: str) -> set[str]:
         layer = {json.dumps(form, ensure_ascii=ascii_only)[1:-1] for form in layer for ascii_only in (False, True)}
         forms |= layer
     return forms
-
-
-def strings_in(value: Any) -> Iterator[str]:
-    """Every key and string of a decoded line, and of every JSON text inside it, at any depth."""
-    if isinstance(value, str):
-        yield value
-        try:
-            inner = json.loads(value)
-        except ValueError:
-            return
-        if isinstance(inner, (str, list, dict)):
-            yield from strings_in(inner)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from strings_in(key)
-            yield from strings_in(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from strings_in(item)
 
 
 def assert_valid(fmt: str, line: dict[str, Any]) -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from json_strings import strings_in
 from langgraph_pg_durable.cli.training import FORMATS, Invalid, Redactor, line_for
 
 SECRET = 'sk-"tok\\en\n€ü-42'
@@ -30,23 +30,6 @@ def conversation() -> list[Any]:
         ToolMessage(json.dumps({"token": SECRET}, ensure_ascii=False), tool_call_id="c1", name=SECRET),
         AIMessage(f"the token is {SECRET}"),
     ]
-
-
-def strings_in(value: Any) -> Iterator[str]:
-    """Every key and string of a line, and of every JSON text inside it."""
-    if isinstance(value, str):
-        yield value
-        try:
-            yield from strings_in(json.loads(value))
-        except ValueError:
-            pass
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from strings_in(key)
-            yield from strings_in(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from strings_in(item)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
