@@ -5,6 +5,7 @@ from .core.logs import ActionRecord, RunRecord
 from .core.safe_serde import DurableSerializer
 from .core.steps import StepRecord, TaskRecord
 from .core.threads import ThreadRecord
+from .effects import aonce, idempotency_key, once
 from .errors import (
     ChannelVersionError,
     CheckpointIntegrityError,
@@ -48,6 +49,9 @@ __all__ = [
     "StepRecord",
     "TaskRecord",
     "ThreadRecord",
+    "aonce",
+    "idempotency_key",
+    "once",
 ]
 
 __version__ = "0.1.0"

@@ -41,6 +41,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from .adapters import has_rows
 from .core.durability import Durability, durability_report
+from .core.effects import EffectKey
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY
 from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
 from .core.steps import StepRecord, StepScan
@@ -652,6 +653,15 @@ class AsyncDurablePostgresSaver(SaverCore):
         (None: there is none), for a reader's previous / next links: one indexed query."""
         return await self._execute(self._step_neighbours_query(thread_id, step))
 
+    async def afind_effect(self, key: EffectKey) -> tuple[bool, Any]:
+        """(True, the result) of a call `once()` recorded under `key`, or (False, None)."""
+        return self._effect_found(key, await self._execute(self._find_effect_query(key)))
+
+    async def arecord_effect(self, key: EffectKey, config: RunnableConfig, result: Any) -> Any:
+        """Record what a call returned, committed before this returns; the result recorded
+        under `key` first, when another run of the task got there before (then that one)."""
+        return self._effect_recorded(key, await self._execute(self._record_effect_query(key, config, result)), result)
+
     async def aactions_from(self, thread_id: str, *, checkpoint_ns: str, checkpoint_id: str, limit: int) -> Sequence[ActionRecord]:
         """The action rows of a namespace at `checkpoint_id` and at the checkpoints after it,
         in checkpoint order, at most `limit`: what made a step (its parent's rows) and what
@@ -887,6 +897,14 @@ class AsyncDurablePostgresSaver(SaverCore):
     def step_neighbours(self, thread_id: str, step: int) -> tuple[int | None, int | None]:
         """`astep_neighbours`, from a thread other than the saver's event loop."""
         return self._on_loop(self._execute(self._step_neighbours_query(thread_id, step)))
+
+    def find_effect(self, key: EffectKey) -> tuple[bool, Any]:
+        """`afind_effect`, from a thread other than the saver's event loop."""
+        return self._effect_found(key, self._on_loop(self._execute(self._find_effect_query(key))))
+
+    def record_effect(self, key: EffectKey, config: RunnableConfig, result: Any) -> Any:
+        """`arecord_effect`, from a thread other than the saver's event loop."""
+        return self._effect_recorded(key, self._on_loop(self._execute(self._record_effect_query(key, config, result))), result)
 
     def actions_from(self, thread_id: str, *, checkpoint_ns: str, checkpoint_id: str, limit: int) -> Sequence[ActionRecord]:
         """`aactions_from`, from a thread other than the saver's event loop."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .core.actions import KNOWN, SendToName
@@ -265,6 +265,28 @@ class RecentDigests:
                 _, (gone, _) = self._recent.popitem(last=False)
                 self._bytes -= len(gone)
         return digest
+
+
+class RecordedEffects:
+    """The keys of the effects this saver saw recorded (`once()`), the newest `max_keys`: one
+    of them not found later means the server's history went back, and the call is refused
+    rather than made again (HistoryRewoundError)."""
+
+    def __init__(self, max_keys: int = 16384) -> None:
+        self.max_keys = max_keys
+        self._keys: OrderedDict[Hashable, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, key: Hashable) -> None:
+        with self._lock:
+            self._keys[key] = None
+            self._keys.move_to_end(key)
+            while len(self._keys) > self.max_keys:
+                self._keys.popitem(last=False)
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._keys
 
 
 class PayloadCache:

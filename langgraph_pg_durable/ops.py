@@ -26,17 +26,20 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from .core import decode, encode
 from .core import lists as list_layout
 from .core.arrays import Int4Array, Int8Array, TextArray
-from .core.codec import Codec, load_json
+from .core.codec import Codec, dump_json, load_json
+from .core.effects import EffectKey, record_params, stored_of
 from .core.decode import DETAIL_REFS, CheckpointRow
 from .core.delta_history import DeltaWalk, replay_ancestors
 from .core.durability import Durability, check_synchronous_commit
 from .core.actions import (
+    MARKER,
     UNKNOWN_SEND,
     SendToName,
     agent_label,
     describe_unsaved,
     held_message_ids,
     held_messages,
+    readable,
     replayed_messages,
     send_index,
     send_nodes,
@@ -57,7 +60,16 @@ from .core.runs import caller_run_id, invocation_of, new_run_id
 from .core.safe_serde import AllowedType, default_serializer, with_allowed_types
 from .core.safe_serde import accept_plaintext as accept_plaintext_rows
 from .errors import ConfigError, HistoryRewoundError, shown
-from .memory import DEFAULT_ITEM_CACHE_BYTES, CheckpointNotes, ItemCache, ListMemory, MessageMemory, RecentDigests, RunRegistry
+from .memory import (
+    DEFAULT_ITEM_CACHE_BYTES,
+    CheckpointNotes,
+    ItemCache,
+    ListMemory,
+    MessageMemory,
+    RecentDigests,
+    RecordedEffects,
+    RunRegistry,
+)
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, gc_cutoff, open_store
 from .retry import RetryPolicy
 from .sql.logs import ThreadNeed
@@ -181,6 +193,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         self.memory = ListMemory()
         self.runs = RunRegistry()
         self.notes = CheckpointNotes()
+        self.recorded_effects = RecordedEffects()
         self.messages = MessageMemory()
         self.items = ItemCache(list_cache_bytes)
         store = open_store(object_store, object_store_options)
@@ -536,6 +549,47 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _actions_from_query(self, thread_id: Any, checkpoint_ns: Any, checkpoint_id: Any, limit: Any) -> Query[list[ActionRecord]]:
         params = actions_from_params(thread_id, checkpoint_ns, checkpoint_id, limit)
         return Query(f"actions_from of thread {shown(params['thread_id'])}", self.sql.actions_from, params, action_records)
+
+    # -- effects (once()) ------------------------------------------------------------------
+
+    def _find_effect_query(self, key: EffectKey) -> Query[tuple[str, bytes] | None]:
+        return Query(f"once() {shown(key.key)} of thread {shown(key.thread_id)}", self.sql.find_effect, key.params(), stored_of)
+
+    def _effect_found(self, key: EffectKey, stored: tuple[str, bytes] | None) -> tuple[bool, Any]:
+        """(found, the result) of a lookup; a key this saver saw recorded and the server no
+        longer holds is a HistoryRewoundError: the call is not made a second time unawares."""
+        if stored is None:
+            if key in self.recorded_effects:
+                raise HistoryRewoundError(
+                    f"once() {shown(key.key)} of thread {shown(key.thread_id)}: the result this saver saw recorded is no longer "
+                    "stored. The history was rewound (a failover to a standby that had not received the last commits) or another "
+                    "process deleted or pruned the thread. The call was not made again; check whether it took effect, then run "
+                    "the graph on the thread again.",
+                    thread_id=key.thread_id,
+                    checkpoint_ns=key.checkpoint_ns,
+                    missing_checkpoint_id=key.checkpoint_id,
+                    newest_checkpoint_id=None,
+                )
+            return False, None
+        self.recorded_effects.add(key)
+        return True, self._effect_result(key, stored)
+
+    def _record_effect_query(self, key: EffectKey, config: RunnableConfig, result: Any) -> Query[tuple[str, bytes] | None]:
+        """The result stored as the serializer writes it (refused, naming the call, when its
+        read would refuse it) and as JSON for a person (a marker under encryption)."""
+        where = f"once() {shown(key.key)} of thread {shown(key.thread_id)}"
+        stored = self.codec.dump(result, channel=key.key, where=where)
+        shown_json = dump_json({MARKER: "encrypted"} if self.codec.encrypted else readable(result))
+        return Query(where, self.sql.record_effect, record_params(key, self._run_of(config), stored, shown_json), stored_of)
+
+    def _effect_recorded(self, key: EffectKey, stored: tuple[str, bytes] | None, result: Any) -> Any:
+        """What `record_effect` returns: the result recorded first under the key."""
+        self.recorded_effects.add(key)
+        return self._effect_result(key, stored) if stored is not None else result
+
+    def _effect_result(self, key: EffectKey, stored: tuple[str, bytes]) -> Any:
+        """A recorded result as the call returned it (the serializer's policy applies)."""
+        return self.codec.load(*stored, where=lambda: f"the result once() recorded as {shown(key.key)} in thread {shown(key.thread_id)}")
 
     def _step_neighbours_query(self, thread_id: Any, step: Any) -> Query[tuple[int | None, int | None]]:
         params = neighbour_params(thread_id, step)

@@ -26,6 +26,7 @@ from psycopg_pool import ConnectionPool
 
 from .adapters import has_rows
 from .core.durability import Durability, durability_report
+from .core.effects import EffectKey
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY
 from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
 from .core.steps import StepRecord, StepScan
@@ -619,6 +620,15 @@ class DurablePostgresSaver(SaverCore):
         """The root-namespace step numbers just before and just after `step` in the thread
         (None: there is none), for a reader's previous / next links: one indexed query."""
         return self._execute(self._step_neighbours_query(thread_id, step))
+
+    def find_effect(self, key: EffectKey) -> tuple[bool, Any]:
+        """(True, the result) of a call `once()` recorded under `key`, or (False, None)."""
+        return self._effect_found(key, self._execute(self._find_effect_query(key)))
+
+    def record_effect(self, key: EffectKey, config: RunnableConfig, result: Any) -> Any:
+        """Record what a call returned, committed before this returns; the result recorded
+        under `key` first, when another run of the task got there before (then that one)."""
+        return self._effect_recorded(key, self._execute(self._record_effect_query(key, config, result)), result)
 
     def actions_from(self, thread_id: str, *, checkpoint_ns: str, checkpoint_id: str, limit: int) -> Sequence[ActionRecord]:
         """The action rows of a namespace at `checkpoint_id` and at the checkpoints after it,

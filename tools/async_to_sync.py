@@ -45,6 +45,8 @@ NAMES = {
     "alist_steps": "list_steps",
     "astep_neighbours": "step_neighbours",
     "aactions_from": "actions_from",
+    "afind_effect": "find_effect",
+    "arecord_effect": "record_effect",
     "aschema_version": "schema_version",
     "adiagnose": "diagnose",
     "adistribute": "distribute",

@@ -17,6 +17,8 @@ WITH gone_writes AS (
     DELETE FROM {q}.action_log WHERE thread_id = ANY(%(thread_ids)s)
 ), gone_runs AS (
     DELETE FROM {q}.run_log WHERE thread_id = ANY(%(thread_ids)s)
+), gone_effects AS (
+    DELETE FROM {q}.effects WHERE thread_id = ANY(%(thread_ids)s)
 )
 DELETE FROM {q}.checkpoints WHERE thread_id = ANY(%(thread_ids)s)"""
 
@@ -46,6 +48,10 @@ gone AS (
     DELETE FROM {q}.checkpoint_writes w USING doomed d
     WHERE w.thread_id = {T} AND w.thread_id = d.thread_id AND w.checkpoint_ns = d.checkpoint_ns
       AND w.checkpoint_id = d.checkpoint_id
+), gone_effects AS (
+    DELETE FROM {q}.effects e USING doomed d
+    WHERE e.thread_id = {T} AND e.thread_id = d.thread_id AND e.checkpoint_ns = d.checkpoint_ns
+      AND e.checkpoint_id = d.checkpoint_id
 ), freed AS (
     SELECT DISTINCT g.thread_id, g.checkpoint_ns, f.channel, f.version
     FROM gone g, unnest(g.value_channels, g.value_versions) AS f(channel, version)
@@ -106,7 +112,7 @@ WHERE i.thread_id = {T} AND i.thread_id IN (SELECT thread_id FROM doomed)
 
 def delete_for_runs(q: str) -> str:
     """The runs' checkpoints, except those named in `keep_*` (the ancestors a surviving
-    DeltaChannel checkpoint replays), and the runs' action rows and run rows."""
+    DeltaChannel checkpoint replays), and the runs' action rows, effects and run rows."""
     return _drop_checkpoints(
         q,
         f"SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id FROM {q}.checkpoints c "
@@ -115,6 +121,8 @@ def delete_for_runs(q: str) -> str:
         f"""
 gone_actions AS (
     DELETE FROM {q}.action_log WHERE thread_id = {T} AND run_id = ANY(%(run_ids)s)
+), gone_run_effects AS (
+    DELETE FROM {q}.effects WHERE thread_id = {T} AND run_id = ANY(%(run_ids)s)
 ), gone_runs AS (
     DELETE FROM {q}.run_log WHERE thread_id = {T} AND run_id = ANY(%(run_ids)s)
 ),""",

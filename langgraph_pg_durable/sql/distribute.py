@@ -31,7 +31,7 @@ DISTRIBUTION_COLUMN = "thread_id"
 # The tables keyed by thread_id: it leads each one's primary key, and none has another
 # unique constraint (Citus needs the distribution column in every one). The first is the
 # co-location group's anchor. A unit test checks this list against schema.sql.
-DISTRIBUTED_TABLES = ("checkpoints", "checkpoint_writes", "channel_values", "channel_items", "run_log", "action_log")
+DISTRIBUTED_TABLES = ("checkpoints", "checkpoint_writes", "channel_values", "channel_items", "run_log", "action_log", "effects")
 # Tables without thread_id: small, read by every node.
 REFERENCE_TABLES = ("schema_migrations",)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from . import deletes, logs, reads, routed, steps, threads, writes
+from . import deletes, effects, logs, reads, routed, steps, threads, writes
 from .schema import quote_schema
 
 
@@ -85,6 +85,8 @@ class Statements:
         self.prune_keep_latest = deletes.prune_keep_latest(q)
         self.copy_thread = deletes.copy_thread(q)
         self.actions_from = logs.actions_from(q)
+        self.find_effect = compact(effects.find_effect(q))
+        self.record_effect = compact(effects.record_effect(q))
         self.step_neighbours = steps.step_neighbours(q)
         self.backfill_threads = logs.backfill_threads(q)
         self.checkpoint_facts = logs.checkpoint_facts(q)

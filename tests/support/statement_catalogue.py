@@ -138,6 +138,8 @@ def every_statement(schema: str = "s") -> dict[str, Entry]:
         ("write_facts", ONE),
         ("backfill_store", ONE),
         ("actions_from", ONE),
+        ("find_effect", ONE),
+        ("record_effect", ONE),
         ("step_neighbours", ONE),
         ("latest_checkpoints", GIVEN),
         ("delete_threads", GIVEN),

@@ -35,6 +35,9 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"langgra
     """SELECT create_distributed_table('"langgraph_durable".action_log', 'thread_id', \
 colocate_with => '"langgraph_durable".checkpoints')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"langgraph_durable".action_log'::regclass)""",
+    """SELECT create_distributed_table('"langgraph_durable".effects', 'thread_id', \
+colocate_with => '"langgraph_durable".checkpoints')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"langgraph_durable".effects'::regclass)""",
     """SELECT create_reference_table('"langgraph_durable".schema_migrations')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"langgraph_durable".schema_migrations'::regclass)""",
 ]
@@ -67,6 +70,7 @@ def test_the_default_schema_gets_these_exact_statements() -> None:
         ("channel_items", False, False),
         ("run_log", False, False),
         ("action_log", False, False),
+        ("effects", False, False),
         ("schema_migrations", True, False),
         ("lgpd_put", False, True),
         ("lgpd_put_writes", False, True),
@@ -90,7 +94,7 @@ def test_a_schema_name_that_needs_quoting_is_quoted_in_every_name() -> None:
         """SELECT create_distributed_table('"Agents_2".checkpoint_writes', 'thread_id', colocate_with => '"Agents_2".checkpoints')\n"""
         """WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"Agents_2".checkpoint_writes'::regclass)"""
     )
-    assert steps[6].sql == (
+    assert steps[7].sql == (
         """SELECT create_reference_table('"Agents_2".schema_migrations')\n"""
         """WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"Agents_2".schema_migrations'::regclass)"""
     )
