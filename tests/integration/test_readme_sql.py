@@ -14,9 +14,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
 
 import agents
-from langgraph_pg_durable import DurablePostgresSaver
+from langgraph_pg_durable import DurablePostgresSaver, once
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -70,21 +73,40 @@ def populated(pg_dsn: str, schema_name: str) -> dict[str, Any]:
         retargeted = call.model_copy(update={"tool_calls": [{**call.tool_calls[0], "args": {"a": 2, "b": 2}}]})
         stepwise.update_state(edited, {"messages": [retargeted]})
         stepwise.invoke(None, edited, durability="sync")
+        # A node whose side effect is recorded with once().
+        charged = {"configurable": {"thread_id": f"shop-{uuid.uuid4().hex[:6]}"}}
+        _charging(saver).invoke({"order": "lamp"}, charged, durability="sync")
     with psycopg.connect(pg_dsn) as conn:
         runs = conn.execute(
             f'SELECT thread_id, run_id FROM "{schema_name}".runs ORDER BY started_at',
         ).fetchall()
-    named = (("agent", agent), ("failed", failed), ("team", team), ("edited", edited))
+    named = (("agent", agent), ("failed", failed), ("team", team), ("edited", edited), ("charged", charged))
     ids = {name: config["configurable"]["thread_id"] for name, config in named}
     return {**ids, "runs": runs}
 
 
-def test_the_readme_has_five_queries() -> None:
-    assert len(readme_queries()) == 5
+class Order(TypedDict, total=False):
+    order: str
+    receipt: dict[str, Any]
+
+
+def _charging(saver: Any) -> Any:
+    def charge(state: Order, config: RunnableConfig) -> dict[str, Any]:
+        return {"receipt": once(config, "charge", lambda order: {"charged": order, "amount": 12}, state["order"])}
+
+    graph = StateGraph(Order)
+    graph.add_node("charge", charge)
+    graph.add_edge(START, "charge")
+    graph.add_edge("charge", END)
+    return graph.compile(checkpointer=saver)
+
+
+def test_the_readme_has_six_queries() -> None:
+    assert len(readme_queries()) == 6
 
 
 def test_each_readme_query_answers_on_a_populated_database(populated: dict[str, Any], pg_dsn: str, schema_name: str) -> None:
-    steps, tool_calls, prompt, failed, tokens = readme_queries()
+    steps, tool_calls, prompt, failed, tokens, effects = readme_queries()
     first_run = next(run for thread_id, run in populated["runs"] if thread_id == populated["agent"])
 
     rows = psql(pg_dsn, schema_name, steps, run=first_run)
@@ -128,3 +150,8 @@ def test_each_readme_query_answers_on_a_populated_database(populated: dict[str, 
     }
     second_run = [run for thread_id, run in populated["runs"] if thread_id == populated["agent"]][1]
     assert totals == {(populated["agent"], first_run): ("32", "11", "43"), (populated["agent"], second_run): ("30", "4", "34")}
+
+    rows = psql(pg_dsn, schema_name, effects, thread=populated["charged"])
+    assert [(r["step"], r["agent"], r["action_type"], r["key"], r["result"]) for r in rows] == [
+        ("1", "charge", "decision", "charge#0", '{"amount": 12, "charged": "lamp"}')
+    ]
