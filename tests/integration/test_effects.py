@@ -219,3 +219,25 @@ def test_a_record_gone_from_the_server_is_refused_not_repeated(pg_dsn: str, sche
         with pytest.raises(HistoryRewoundError, match="'charge#1'.*no longer stored") as refused:
             graph.invoke(None, config, durability="sync")
     assert refused.value.thread_id == "rewound" and len(card.charges) == 4
+
+
+def test_a_task_inside_a_subgraph_is_keyed_in_the_subgraphs_namespace(pg_dsn: str, schema_name: str) -> None:
+    card = Card(failures=1)
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        inner = _charging(card, None)  # compiled without a checkpointer: it uses the parent's
+        outer = StateGraph(State)
+        outer.add_node("shop", inner)
+        outer.add_edge(START, "shop")
+        outer.add_edge("shop", END)
+        graph = outer.compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "nested"}}
+        with pytest.raises(RuntimeError):
+            graph.invoke({"order": "o-n"}, config, durability="sync")
+        final = graph.invoke(None, config, durability="sync")
+    assert len(card.charges) == 4 and [r["charge"] for r in final["receipts"]] == [1, 2, 3, 4]
+    with psycopg.connect(pg_dsn) as conn:
+        namespaces = conn.execute(
+            sql.SQL("SELECT DISTINCT checkpoint_ns FROM {}.effects WHERE thread_id = 'nested'").format(sql.Identifier(schema_name))
+        ).fetchall()
+    assert [ns for (ns,) in namespaces] != [""] and all(ns.startswith("shop:") for (ns,) in namespaces)
