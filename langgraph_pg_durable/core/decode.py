@@ -20,6 +20,7 @@ from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort
 from ..errors import CheckpointIntegrityError, DeserializationError, shown
 from ..sql.reads import CHECKPOINT_IN_DETAIL, CheckpointColumn, Detail, Part
 from . import lists as list_layout
+from . import msgpack_bounds
 from .codec import Codec, is_compressed, load_json, unpacked_item
 from .encode import PACKED_WRITES_TYPE
 from .keys import CheckpointKey
@@ -127,6 +128,8 @@ def write_row(row: Sequence[Any]) -> WriteRow:
 def _unpacked_writes(data: bytes | None, where: str) -> list[tuple[int, str, str, bytes | None]]:
     """The (idx, channel, type, bytes) of a packed writes row, checked entry by entry."""
     try:
+        if msgpack_bounds.NEEDED:
+            msgpack_bounds.check_lengths(data or b"")
         entries = ormsgpack.unpackb(data or b"")
     except Exception as exc:
         raise DeserializationError(f"{where}: its packed writes row cannot be decoded ({type(exc).__name__})") from exc

@@ -27,6 +27,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer, _create_msgp
 from langgraph.checkpoint.serde import _msgpack as lg_msgpack
 
 from ..errors import ConfigError
+from . import msgpack_bounds
 from .type_policy import TypeKey, TypePolicy, refused_names, type_keys
 
 AllowedType = type | tuple[str, ...]
@@ -73,6 +74,8 @@ def checked_loads(serde: SerializerProtocol, typed: tuple[str, bytes]) -> Any:
             f"it is not encrypted (type {typed[0]!r}) though the saver's serializer encrypts; a row written "
             "before encryption was turned on reads with accept_plaintext=True"
         )
+    if msgpack_bounds.NEEDED and typed[0] == "msgpack":
+        msgpack_bounds.check_lengths(typed[1] or b"")
     return _refusing_blocked(serde.loads_typed, typed, serde)
 
 
@@ -89,6 +92,8 @@ def msgpack_loader(serde: SerializerProtocol) -> Callable[[bytes], Any] | None:
 def checked_msgpack_loads(load: Callable[[bytes], Any], data: bytes, serde: SerializerProtocol | None = None) -> Any:
     """`load(data)` with a `msgpack_loader` of `serde` (one batch of items, framed as an
     array); a blocked type raises BlockedTypeError, as in `checked_loads`."""
+    if msgpack_bounds.NEEDED:
+        msgpack_bounds.check_lengths(data)
     return _refusing_blocked(load, data, serde)
 
 
