@@ -82,6 +82,13 @@ def _task(entry: list[Any], where: str) -> TaskRecord:
     )
 
 
+def step_number(value: Any, what: str) -> int:
+    """A step number as the step column holds it (a 32-bit integer), refused by `what`."""
+    if type(value) is not int or not -(2**31) <= value < 2**31:
+        raise ConfigError(f"{what} must be a whole number, got {shown(value)}")
+    return value
+
+
 class StepScan(Pager):
     """One `list_steps()` call on one thread: one namespace or all, before a checkpoint; or
     the lookups of `lgpd show` and the replay page: a step number, a checkpoint id (whole,
@@ -115,12 +122,10 @@ class StepScan(Pager):
     ) -> None:
         self.thread_id = id_text(thread_id, "thread_id")
         namespace = id_text(checkpoint_ns, "checkpoint_ns") if checkpoint_ns is not None else None
-        if step is not None and (type(step) is not int or not -(2**31) <= step < 2**31):
-            raise ConfigError(f"list_steps() step must be a whole number, got {shown(step)}")
         filters = {
             "root": True if namespace == "" else None,
             "checkpoint_ns": namespace or None,
-            "step": step,
+            "step": step_number(step, "list_steps() step") if step is not None else None,
             "checkpoint_id": id_text(checkpoint_id, "checkpoint_id") if checkpoint_id is not None else None,
             "checkpoint_prefix": id_text(checkpoint_prefix, "checkpoint_prefix") if checkpoint_prefix is not None else None,
             "run_prefix": id_text(run_prefix, "run_prefix") if run_prefix is not None else None,
@@ -164,9 +169,7 @@ class StepScan(Pager):
 
 def neighbour_params(thread_id: Any, step: Any) -> dict[str, Any]:
     """The parameters of `step_neighbours`, checked."""
-    if type(step) is not int or not -(2**31) <= step < 2**31:
-        raise ConfigError(f"step_neighbours() step must be a whole number, got {shown(step)}")
-    return {"thread_id": id_text(thread_id, "thread_id"), "step": step}
+    return {"thread_id": id_text(thread_id, "thread_id"), "step": step_number(step, "step_neighbours() step")}
 
 
 def neighbours_of(rows: Sequence[Sequence[Any]]) -> tuple[int | None, int | None]:
