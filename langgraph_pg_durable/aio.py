@@ -47,7 +47,8 @@ from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
 from .core.steps import StepRecord, StepScan
 from .core.threads import ThreadRecord, ThreadScan
 from .core.offload import DEFAULT_THRESHOLD
-from .core.plan import Plan, Query
+from .core.plan import Pause, Plan, Query
+from .core.fencing import DEFAULT_POLICY, DEFAULT_WAIT, DEFAULT_WINDOW
 from .core.safe_serde import AllowedType
 from .errors import DatabaseUnavailableError, shown
 from .pools import AsyncFailoverPool, drain, with_connection_defaults
@@ -110,6 +111,9 @@ class AsyncDurablePostgresSaver(SaverCore):
         action_log: bool = True,
         synchronous_commit: str | None = None,
         routed_writes: bool | None = None,
+        fencing: str = DEFAULT_POLICY,
+        fencing_window: timedelta = DEFAULT_WINDOW,
+        fencing_wait: timedelta = DEFAULT_WAIT,
     ) -> None:
         """A saver on `conn`; every keyword is described in `SaverCore.__init__` (ops.py)."""
         super().__init__(
@@ -130,6 +134,9 @@ class AsyncDurablePostgresSaver(SaverCore):
             action_log=action_log,
             synchronous_commit=synchronous_commit,
             routed_writes=routed_writes,
+            fencing=fencing,
+            fencing_window=fencing_window,
+            fencing_wait=fencing_wait,
         )
         self._writes_in_flight = AsyncWritesInFlight()
         self.conn = conn
@@ -170,6 +177,9 @@ class AsyncDurablePostgresSaver(SaverCore):
         action_log: bool = True,
         synchronous_commit: str | None = None,
         routed_writes: bool | None = None,
+        fencing: str = DEFAULT_POLICY,
+        fencing_window: timedelta = DEFAULT_WINDOW,
+        fencing_wait: timedelta = DEFAULT_WAIT,
     ) -> AsyncIterator[AsyncDurablePostgresSaver]:
         """A saver on its own connection pool, closed on exit.
 
@@ -212,6 +222,9 @@ class AsyncDurablePostgresSaver(SaverCore):
                 action_log=action_log,
                 synchronous_commit=synchronous_commit,
                 routed_writes=routed_writes,
+                fencing=fencing,
+                fencing_window=fencing_window,
+                fencing_wait=fencing_wait,
             )
             savers.append(saver)
             await pool.open(wait=True, timeout=timeout)
@@ -234,9 +247,13 @@ class AsyncDurablePostgresSaver(SaverCore):
     async def _run(self, plan: Plan[T]) -> T:
         """Carry out an operation of several statements (see core.Plan)."""
         try:
-            query = next(plan)
+            step = next(plan)
             while True:
-                query = plan.send(await self._execute(query))
+                if isinstance(step, Pause):
+                    await asyncio.sleep(step.seconds)
+                    step = plan.send(None)
+                else:
+                    step = plan.send(await self._execute(step))
         except StopIteration as finished:
             return cast(T, finished.value)
 
@@ -548,7 +565,10 @@ class AsyncDurablePostgresSaver(SaverCore):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint `config` names (the thread's latest without a checkpoint_id) and its
-        pending writes, read in one round trip; None if there is none."""
+        pending writes, read in one round trip; None if there is none. Under fencing policy
+        `wait`, a run's first read of a thread another live run holds waits for it first."""
+        if self._waits_for_thread(config):
+            await self._run(self._wait_for_thread_plan(config))
         return await self._execute(self._get_tuple_query(config))
 
     async def alist(

@@ -102,3 +102,32 @@ class DistributionError(DurableCheckpointError):
     """`distribute()` refused to distribute the schema's tables on Citus: the database has no
     `citus` extension (run `CREATE EXTENSION citus` on the coordinator), or the schema lacks the
     saver's tables or is behind this package (run `setup()` first). Nothing was changed."""
+
+
+class ThreadHeldError(DurableCheckpointError):
+    """Another run holds the thread (one writer per thread: the saver's `fencing`).
+
+    `holder_run_id` names the run that holds it (None: no run does, the thread was deleted),
+    `held_since` when it took it, `last_write` when that run last wrote (None: unknown).
+    Nothing was written.
+    """
+
+    def __init__(self, message: str, *, thread_id: str, holder_run_id: str | None, held_since: object, last_write: object) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.holder_run_id = holder_run_id
+        self.held_since = held_since
+        self.last_write = last_write
+
+
+class ThreadTakenError(ThreadHeldError):
+    """This run held the thread, and another run has taken it since (policy `takeover`: a
+    resume after a crash, a second dispatch of the same job), or the thread was deleted:
+    the write was refused instead of forking the thread's history. The run should stop;
+    the thread's history goes on from the holder's writes."""
+
+
+class ThreadBusyError(ThreadHeldError):
+    """A new run was refused the thread (policies `reject` and `wait`): another run holds it
+    and is live (its row in run_log says `running`, and it wrote within the saver's
+    `fencing_window`). Under `wait`, the run waited `fencing_wait` first."""

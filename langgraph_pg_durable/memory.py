@@ -12,10 +12,11 @@ import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .core.actions import KNOWN, SendToName
 from .core.codec import is_compressed, unpacked
+from .core.fencing import new_writer
 from .core.lists import ListState, Location, RawItems
 from .core.offload import sha256_hex
 
@@ -320,28 +321,52 @@ class PayloadCache:
 
 class RunRegistry:
     """The run id of each recent graph invocation, by the object that stands for it
-    (`core.runs.invocation_of`). The object is held, so its id is not reused while its
-    entry lives; the oldest entries go past `max_runs` (an invocation idle that long and
-    then resumed in the same call would start a new run id)."""
+    (`core.runs.invocation_of`), with its fencing token (core/fencing.py) and the threads
+    it took. The object is held, so its id is not reused while its entry lives; the oldest
+    entries go past `max_runs` (an invocation idle that long and then resumed in the same
+    call would start a new run id, and take its thread again)."""
 
     def __init__(self, max_runs: int = 16384) -> None:
-        self._runs: OrderedDict[int, tuple[object, str]] = OrderedDict()
+        self._runs: OrderedDict[int, _Run] = OrderedDict()
         self._max_runs = max_runs
         self._lock = threading.Lock()
 
+    def _entry(self, invocation: object, new: Callable[[], str]) -> _Run:
+        key = id(invocation)
+        entry = self._runs.get(key)
+        if entry is not None and entry.invocation is invocation:
+            self._runs.move_to_end(key)
+            return entry
+        entry = _Run(invocation, new(), new_writer(), set())
+        self._runs[key] = entry
+        while len(self._runs) > self._max_runs:
+            self._runs.popitem(last=False)
+        return entry
+
     def run_id(self, invocation: object, new: Callable[[], str]) -> str:
         """The invocation's run id; `new()` names it the first time it is seen."""
-        key = id(invocation)
         with self._lock:
-            entry = self._runs.get(key)
-            if entry is not None and entry[0] is invocation:
-                self._runs.move_to_end(key)
-                return entry[1]
-            run_id = new()
-            self._runs[key] = (invocation, run_id)
-            while len(self._runs) > self._max_runs:
-                self._runs.popitem(last=False)
-            return run_id
+            return self._entry(invocation, new).run_id
+
+    def writer(self, invocation: object, thread_id: str, new: Callable[[], str]) -> tuple[str, str, bool]:
+        """The invocation's run id, its token, and whether it has taken `thread_id` yet."""
+        with self._lock:
+            entry = self._entry(invocation, new)
+            return entry.run_id, entry.writer, thread_id in entry.taken
+
+    def took(self, invocation: object, thread_id: str) -> None:
+        """The invocation's take of `thread_id` committed: its writes no longer take it."""
+        with self._lock:
+            entry = self._runs.get(id(invocation))
+            if entry is not None and entry.invocation is invocation:
+                entry.taken.add(thread_id)
+
+
+class _Run(NamedTuple):
+    invocation: object
+    run_id: str
+    writer: str
+    taken: set[str]
 
 
 class CheckpointNotes:

@@ -7,7 +7,9 @@ the saver's schema (`sql/`), the in-process caches (`memory.py`) and the object 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import logging
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
@@ -55,11 +57,13 @@ from .core.threads import ThreadRecord, ThreadScan
 from .core.keys import CHECKPOINT_MAP, CheckpointKey, id_text, next_version, parse_config
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ListPolicy, ListState
 from .core.offload import DEFAULT_THRESHOLD, ObjectRef, Placement, attach, check_reference, validate_prefix
-from .core.plan import Plan, Query
+from .core.plan import Pause, Plan, Query
+from .core.fencing import DEFAULT_POLICY, DEFAULT_WAIT, DEFAULT_WINDOW, Fence, check_duration, check_policy, new_writer, pauses
+from .core.fencing import policy_of, refusal
 from .core.runs import caller_run_id, invocation_of, new_run_id
 from .core.safe_serde import AllowedType, default_serializer, with_allowed_types
 from .core.safe_serde import accept_plaintext as accept_plaintext_rows
-from .errors import ConfigError, HistoryRewoundError, shown
+from .errors import ConfigError, HistoryRewoundError, ThreadBusyError, shown
 from .memory import (
     DEFAULT_ITEM_CACHE_BYTES,
     CheckpointNotes,
@@ -80,6 +84,7 @@ from .sql.statements import RoutedWrites, Statements
 from .sql import durability as durability_sql
 
 T = TypeVar("T")
+log = logging.getLogger("langgraph_pg_durable")
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 GC_BATCH = 1000  # object keys checked against the tables per statement
 # The thread a new connection's warm-up reads (see _warm_up_statements): none holds this id
@@ -135,6 +140,9 @@ class SaverCore(BaseCheckpointSaver[str]):
         action_log: bool = True,
         synchronous_commit: str | None = None,
         routed_writes: bool | None = None,
+        fencing: str = DEFAULT_POLICY,
+        fencing_window: timedelta = DEFAULT_WINDOW,
+        fencing_wait: timedelta = DEFAULT_WAIT,
     ) -> None:
         """Options every saver takes (the shells pass them through):
 
@@ -159,6 +167,12 @@ class SaverCore(BaseCheckpointSaver[str]):
           sends whole to the worker holding the thread (see sql/routed.py), instead of one
           statement; None: when the schema's tables are distributed (asked once, at
           setup() or else at the first write).
+        - fencing: one writer per thread (core/fencing.py): 'takeover' (a new run takes the
+          thread; the run it took it from is refused its next write), 'reject' (a new run
+          is refused while a live run holds the thread), 'wait' (it waits, at most
+          `fencing_wait`), or 'allow' (no check); a call may override it with
+          config["configurable"]["lgpd_fencing"]. A holder is live while its run is
+          running and it wrote within `fencing_window`.
         """
         # Without a serde, LangGraph's strict msgpack allowlist (plus allowed_types): a
         # stored row never imports or calls anything else (see safe_serde.py).
@@ -179,6 +193,9 @@ class SaverCore(BaseCheckpointSaver[str]):
             raise ConfigError(f"routed_writes must be True, False or None, got {shown(routed_writes)}")
         self.routed_writes = routed_writes if routed_writes is not None else type(self).routed_writes_default
         self._routing_chosen = self.routed_writes is not None  # else setup(), distribute() or the first write settle it
+        self.fencing = check_policy(fencing)
+        self.fencing_window = check_duration(fencing_window, "fencing_window")
+        self.fencing_wait = check_duration(fencing_wait, "fencing_wait")
         self.synchronous_commit = check_synchronous_commit(synchronous_commit)
         # Built once: sent before each write, in its transaction (see _preamble).
         self._commit_setting: tuple[str, Mapping[str, Any]] | None = (
@@ -250,6 +267,93 @@ class SaverCore(BaseCheckpointSaver[str]):
         if invocation is None:
             return None
         return self.runs.run_id(invocation, lambda: caller_run_id(config) or new_run_id())
+
+    def _fence_for(self, config: RunnableConfig, thread_id: str, run_id: str | None) -> Fence | None:
+        """What a write of `thread_id` carries (core/fencing.py); None under `allow`, and for
+        an import's puts. A call outside any invocation is a writer of its own."""
+        policy = policy_of(config, self.fencing)
+        if policy == "allow" or self.importing:
+            return None
+        invocation = invocation_of(config)
+        if invocation is None:
+            return Fence(policy, new_writer(), run_id or new_run_id(), taking=True)
+        _, writer, taken = self.runs.writer(invocation, thread_id, lambda: caller_run_id(config) or new_run_id())
+        return Fence(policy, writer, run_id or self._run_of(config) or "", taking=not taken)
+
+    def _fenced_query(self, query: Query[T], fence: Fence | None) -> Query[T]:
+        """`query` carrying the run's token, and, while the run has not taken the thread,
+        preceded by its take (in the same transaction, after the writer lock)."""
+        thread_id = query.params["thread_id"]
+        params = {**query.params, "fence": fence.writer if fence is not None else None}
+        before: list[tuple[str, Mapping[str, Any]]] = []
+        if fence is not None and fence.taking:
+            take = self.sql.take_over if fence.policy == "takeover" else self.sql.take_if_free
+            before.append((take, fence.take_params(thread_id, self.fencing_window)))
+        return dataclasses.replace(query, params=params, before=before)
+
+    def _fenced(self, query: Query[T], config: RunnableConfig, fence: Fence | None, failed: Callable[[T], bool]) -> Plan[T]:
+        """Send a write under `fence`. When it stored nothing, the thread's holder says why:
+        this run (then the result stands: something else was missing), or another run: a
+        ThreadTakenError, or a ThreadBusyError for a take refused (`reject`; under `wait`
+        the run waited at its first read, and a rival that came in since is refused too:
+        the run read the state before it)."""
+        result: T = yield query
+        if fence is None:
+            return result
+        thread_id = query.params["thread_id"]
+        if failed(result):
+            holder = yield self._holder_query(thread_id)
+            error = refusal(query.operation, thread_id, fence, holder)
+            if error is not None:
+                raise error
+        self._took(config, thread_id, fence)
+        return result
+
+    def _waits_for_thread(self, config: RunnableConfig) -> bool:
+        """Whether a read is a run's first of a thread it has not taken, under `wait`."""
+        if policy_of(config, self.fencing) != "wait" or self.importing:
+            return False
+        invocation = invocation_of(config)
+        if invocation is None:
+            return False
+        thread_id = parse_config(config).thread_id
+        return not self.runs.writer(invocation, thread_id, lambda: caller_run_id(config) or new_run_id())[2]
+
+    def _wait_for_thread_plan(self, config: RunnableConfig) -> Plan[None]:
+        """`wait`: before a run reads a thread, pauses while another live run holds it, at
+        most `fencing_wait` (then a ThreadBusyError). The run then reads the state the holder
+        left, and takes the thread with its first write."""
+        thread_id = parse_config(config).thread_id
+        fence = self._fence_for(config, thread_id, None)
+        assert fence is not None
+        operation = f"run {shown(fence.run_id)} on thread {shown(thread_id)}"
+        waited = 0.0
+        for pause in [*pauses(self.fencing_wait), None]:
+            holder = yield self._holder_query(thread_id)
+            if holder is None or not holder[5] or holder[1] == fence.writer or holder[0] == fence.run_id:
+                return
+            if pause is None:
+                error = refusal(operation, thread_id, fence, holder, waited)
+                assert isinstance(error, ThreadBusyError)
+                raise error
+            if not waited:
+                log.warning("%s: waiting for run %s, which holds the thread", operation, shown(holder[0]))
+            yield Pause(pause)
+            waited += pause
+
+    def _took(self, config: RunnableConfig, thread_id: str, fence: Fence | None) -> None:
+        """A write that took the thread committed: the run's next writes need not take it."""
+        invocation = invocation_of(config) if fence is not None and fence.taking else None
+        if invocation is not None:
+            self.runs.took(invocation, thread_id)
+
+    def _holder_query(self, thread_id: str) -> Query[tuple[Any, ...] | None]:
+        return Query(
+            f"check of the holder of thread {shown(thread_id)}",
+            self.sql.holder,
+            {"thread_id": thread_id, "window": self.fencing_window},
+            lambda fetched: tuple(fetched[0]) if fetched else None,
+        )
 
     def _note_checkpoint(self, thread_id: str, ns: str, checkpoint: Checkpoint, metadata: Any, *, take: bool = False) -> list[SendToName]:
         """Remember a checkpoint's step and the node of each of its pending Sends, for the
@@ -355,12 +459,13 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _preamble(self, query: Query[Any]) -> list[tuple[str, Mapping[str, Any]]]:
         """The statements sent before `query` in its transaction (none without locks): the
-        one taking its writer locks, then the saver's synchronous_commit for the commit
+        one taking its writer locks, the query's own (a take of the thread), then the
+        saver's synchronous_commit for the commit
         (local to the transaction, which the shells commit after the write)."""
         if not query.locks:
             return []
         lock = (self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
-        return [lock] if self._commit_setting is None else [lock, self._commit_setting]
+        return [lock, *query.before] if self._commit_setting is None else [lock, *query.before, self._commit_setting]
 
     @staticmethod
     def _parent_key(config: RunnableConfig) -> tuple[str, str, str]:
@@ -396,16 +501,20 @@ class SaverCore(BaseCheckpointSaver[str]):
 
         yield from self._routing_plan(where)
         s, decode = self._write_path(stored)
+        fence = self._fence_for(config, thread_id, params.get("run_id"))
         wrote = False
         if built.packed is not None:
             sql = s.put_packed_writes[(built.has_items, self.action_log)]
-            wrote = yield Query(where, sql, built.packed, decode, built.uploads, locks=self._locks([thread_id]))
+            wrote = yield self._fenced_query(Query(where, sql, built.packed, decode, built.uploads, locks=self._locks([thread_id])), fence)
+            if wrote:
+                self._took(config, thread_id, fence)
         if not wrote:
             if built.has_items:
                 sql = s.put_writes_items[self.action_log]
             else:
                 sql = s.put_writes[(built.replace, bool(built.uploads), self.action_log)]
-            wrote = yield Query(where, sql, params, decode, built.uploads, locks=self._locks([thread_id]))
+            query = self._fenced_query(Query(where, sql, params, decode, built.uploads, locks=self._locks([thread_id])), fence)
+            wrote = yield from self._fenced(query, config, fence, lambda wrote: not wrote)
             seen = params["check_checkpoint"]
             if not wrote and seen is not None:  # every write stored already, or the checkpoint gone
                 yield from self._refuse_if_gone(where, thread_id, ns, "its checkpoint", seen)
@@ -812,22 +921,27 @@ class SaverCore(BaseCheckpointSaver[str]):
         if self.routed_writes is None:
             checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, Mapping) else None
             yield from self._routing_plan(f"put of checkpoint {shown(checkpoint_id)} on thread {shown(key.thread_id)}")
+        fence = self._fence_for(config, key.thread_id, run_id)
         query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=parent_writes_done, run_id=run_id, log_run=log_run)
-        stored = yield query
+        query = self._fenced_query(query, fence)
+        stored = yield from self._fenced(query, config, fence, lambda stored: stored is None)
+        fence = dataclasses.replace(fence, taking=False) if fence is not None else None  # the run holds the thread now
         parent = query.params["check_parent"]
         if stored is None and parent is not None:
             yield from self._refuse_if_gone(query.operation, key.thread_id, key.checkpoint_ns, "its parent checkpoint", parent)
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
-            stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_offers=False, run_id=run_id, log_run=log_run)
+            query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=False, run_id=run_id, log_run=log_run)
+            stored = yield from self._fenced(self._fenced_query(query, fence), config, fence, lambda stored: stored is None)
         if stored is None:  # a value it relied on was pruned or deleted meanwhile: write it whole
-            stored = yield self._put_query(config, checkpoint, metadata, new_versions, use_memory=False, run_id=run_id, log_run=log_run)
+            query = self._put_query(config, checkpoint, metadata, new_versions, use_memory=False, run_id=run_id, log_run=log_run)
+            stored = yield from self._fenced(self._fenced_query(query, fence), config, fence, lambda stored: stored is None)
         assert stored is not None
         if waiting_sends:
             yield from self._name_sends(key.thread_id, key.checkpoint_ns, checkpoint["id"], waiting_sends, send_nodes(checkpoint))
         if self.action_log and invocation_run is not None and not key.checkpoint_ns:
             yield from self._log_unsaved_run(key, checkpoint, metadata, run_id)
-        return stored  # type: ignore[no-any-return]
+        return stored
 
     def _log_unsaved_run(self, key: CheckpointKey, checkpoint: Checkpoint, metadata: Any, run_id: str | None) -> Plan[None]:
         """After the put of a run's last checkpoint when LangGraph saved none before it

@@ -32,7 +32,8 @@ from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan
 from .core.steps import StepRecord, StepScan
 from .core.threads import ThreadRecord, ThreadScan
 from .core.offload import DEFAULT_THRESHOLD
-from .core.plan import Plan, Query
+from .core.plan import Pause, Plan, Query
+from .core.fencing import DEFAULT_POLICY, DEFAULT_WAIT, DEFAULT_WINDOW
 from .core.safe_serde import AllowedType
 from .errors import DatabaseUnavailableError, shown
 from .pools import FailoverPool, drain, with_connection_defaults
@@ -84,6 +85,9 @@ class DurablePostgresSaver(SaverCore):
         action_log: bool = True,
         synchronous_commit: str | None = None,
         routed_writes: bool | None = None,
+        fencing: str = DEFAULT_POLICY,
+        fencing_window: timedelta = DEFAULT_WINDOW,
+        fencing_wait: timedelta = DEFAULT_WAIT,
     ) -> None:
         """A saver on `conn`; every keyword is described in `SaverCore.__init__` (ops.py)."""
         super().__init__(
@@ -104,6 +108,9 @@ class DurablePostgresSaver(SaverCore):
             action_log=action_log,
             synchronous_commit=synchronous_commit,
             routed_writes=routed_writes,
+            fencing=fencing,
+            fencing_window=fencing_window,
+            fencing_wait=fencing_wait,
         )
         self._writes_in_flight = WritesInFlight()
         self.conn = conn
@@ -138,6 +145,9 @@ class DurablePostgresSaver(SaverCore):
         action_log: bool = True,
         synchronous_commit: str | None = None,
         routed_writes: bool | None = None,
+        fencing: str = DEFAULT_POLICY,
+        fencing_window: timedelta = DEFAULT_WINDOW,
+        fencing_wait: timedelta = DEFAULT_WAIT,
     ) -> Iterator[DurablePostgresSaver]:
         """A saver on its own connection pool, closed on exit.
 
@@ -180,6 +190,9 @@ class DurablePostgresSaver(SaverCore):
                 action_log=action_log,
                 synchronous_commit=synchronous_commit,
                 routed_writes=routed_writes,
+                fencing=fencing,
+                fencing_window=fencing_window,
+                fencing_wait=fencing_wait,
             )
             savers.append(saver)
             pool.open(wait=True, timeout=timeout)
@@ -202,9 +215,13 @@ class DurablePostgresSaver(SaverCore):
     def _run(self, plan: Plan[T]) -> T:
         """Carry out an operation of several statements (see core.Plan)."""
         try:
-            query = next(plan)
+            step = next(plan)
             while True:
-                query = plan.send(self._execute(query))
+                if isinstance(step, Pause):
+                    time.sleep(step.seconds)
+                    step = plan.send(None)
+                else:
+                    step = plan.send(self._execute(step))
         except StopIteration as finished:
             return cast(T, finished.value)
 
@@ -516,7 +533,10 @@ class DurablePostgresSaver(SaverCore):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint `config` names (the thread's latest without a checkpoint_id) and its
-        pending writes, read in one round trip; None if there is none."""
+        pending writes, read in one round trip; None if there is none. Under fencing policy
+        `wait`, a run's first read of a thread another live run holds waits for it first."""
+        if self._waits_for_thread(config):
+            self._run(self._wait_for_thread_plan(config))
         return self._execute(self._get_tuple_query(config))
 
     def list(

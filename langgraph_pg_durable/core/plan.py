@@ -38,13 +38,24 @@ class Query(Generic[T]):
     # Writer locks (sorted advisory keys, one per thread) the shell takes in the statement's
     # transaction, before it: writers and deleters of a thread never interleave.
     locks: Sequence[int] = ()
+    # Statements sent after the locks and before this one, in its transaction, their rows
+    # not read (a run's take of the thread before its first write, see sql/fencing.py).
+    before: Sequence[tuple[str, Mapping[str, Any]]] = ()
 
     def __post_init__(self) -> None:
         if (self.references is None) != (self.ref_columns is None):
             raise TypeError(f"{self.operation}: a Query that references objects says where its rows keep them (ref_columns)")
 
 
+@dataclass(frozen=True)
+class Pause:
+    """A pause of an operation between two statements (`wait` for a thread's holder): the
+    sync saver sleeps, the async one awaits, and the plan is sent None."""
+
+    seconds: float
+
+
 # An operation of several statements, written once for both savers: a generator that
-# yields each Query, is sent its decoded result, and returns the operation's result.
-# The sync saver drives it with _execute, the async one with await _execute.
-Plan = Generator["Query[Any]", Any, T]
+# yields each Query (or a Pause), is sent its decoded result, and returns the operation's
+# result. The sync saver drives it with _execute, the async one with await _execute.
+Plan = Generator["Query[Any] | Pause", Any, T]

@@ -19,6 +19,8 @@ WITH gone_writes AS (
     DELETE FROM {q}.run_log WHERE thread_id = ANY(%(thread_ids)s)
 ), gone_effects AS (
     DELETE FROM {q}.effects WHERE thread_id = ANY(%(thread_ids)s)
+), gone_holders AS (
+    DELETE FROM {q}.thread_holders WHERE thread_id = ANY(%(thread_ids)s)
 )
 DELETE FROM {q}.checkpoints WHERE thread_id = ANY(%(thread_ids)s)"""
 

@@ -31,7 +31,16 @@ DISTRIBUTION_COLUMN = "thread_id"
 # The tables keyed by thread_id: it leads each one's primary key, and none has another
 # unique constraint (Citus needs the distribution column in every one). The first is the
 # co-location group's anchor. A unit test checks this list against schema.sql.
-DISTRIBUTED_TABLES = ("checkpoints", "checkpoint_writes", "channel_values", "channel_items", "run_log", "action_log", "effects")
+DISTRIBUTED_TABLES = (
+    "checkpoints",
+    "checkpoint_writes",
+    "channel_values",
+    "channel_items",
+    "run_log",
+    "action_log",
+    "effects",
+    "thread_holders",
+)
 # Tables without thread_id: small, read by every node.
 REFERENCE_TABLES = ("schema_migrations",)
 

@@ -1,4 +1,4 @@
-"""The saver's writes as calls of the schema's write functions (migration 0008), for tables
+"""The saver's writes as calls of the schema's write functions (migration 0008; with the fencing token since 0011), for tables
 distributed on Citus.
 
 On Citus each data-modifying CTE of a write statement (sql/writes.py) is planned as a
@@ -63,6 +63,7 @@ PUT_PARAMETERS = (
     ("log", "boolean"),
     ("run_step", "integer"),
     ("run_status", "text"),
+    ("fence", "text"),
 )
 
 PUT_WRITES_PARAMETERS = (
@@ -96,6 +97,7 @@ PUT_WRITES_PARAMETERS = (
     ("action_type", "text"),
     ("payload", "jsonb"),
     ("run_status", "text"),
+    ("fence", "text"),
 )
 
 # The functions `distribute()` makes distributed, with their parameter types (for

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from . import deletes, effects, logs, reads, routed, steps, threads, writes
+from . import deletes, effects, fencing, logs, reads, routed, steps, threads, writes
 from .schema import quote_schema
 
 
@@ -87,6 +87,10 @@ class Statements:
         self.actions_from = logs.actions_from(q)
         self.find_effect = compact(effects.find_effect(q))
         self.record_effect = compact(effects.record_effect(q))
+        self.take_over = compact(fencing.take_over(q))
+        self.take_if_free = compact(fencing.take_if_free(q))
+        self.holder = fencing.holder(q)
+        self.holders = fencing.holders(q)
         self.step_neighbours = steps.step_neighbours(q)
         self.backfill_threads = logs.backfill_threads(q)
         self.checkpoint_facts = logs.checkpoint_facts(q)

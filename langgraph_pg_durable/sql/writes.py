@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .fencing import fence_lost
+
 NULL_TASK = "00000000-0000-0000-0000-000000000000"  # the caller's writes (a Command, a resume)
 
 # gc's lock, one per object prefix: a put storing objects holds it shared from its first
@@ -45,7 +47,7 @@ def _missing_bases(q: str) -> str:
     return f"""(SELECT 1 WHERE %(check_parent)s::text IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM {q}.checkpoints p
         WHERE p.thread_id = %(thread_id)s AND p.checkpoint_ns = %(checkpoint_ns)s
-          AND p.checkpoint_id = %(check_parent)s OFFSET 0))
+          AND p.checkpoint_id = %(check_parent)s OFFSET 0) OR {fence_lost(q)})
     UNION ALL
     (SELECT 1 FROM unnest(%(base_channels)b::text[], %(base_versions)b::text[]) AS b(channel, version)
      WHERE NOT EXISTS (
@@ -57,14 +59,15 @@ def _missing_bases(q: str) -> str:
 
 def _checkpoint_gone(q: str) -> str:
     """A CTE with a row when the checkpoint a task's writes go to, which the saver saw
-    committed (`check_checkpoint`), is no longer stored: a rewound history. Every insert
-    of the statement is guarded by it (KEPT), so nothing is written on top; one primary-key
-    probe, none without `check_checkpoint`."""
+    committed (`check_checkpoint`), is no longer stored (a rewound history), or when the
+    run's token is no longer the thread's (sql/fencing.py). Every insert of the statement
+    is guarded by it (KEPT), so nothing is written on top; a primary-key probe each, none
+    without `check_checkpoint` or a token."""
     return f"""gone AS MATERIALIZED (
     SELECT 1 WHERE %(check_checkpoint)s::text IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM {q}.checkpoints g
         WHERE g.thread_id = %(thread_id)s AND g.checkpoint_ns = %(checkpoint_ns)s
-          AND g.checkpoint_id = %(check_checkpoint)s OFFSET 0))"""
+          AND g.checkpoint_id = %(check_checkpoint)s OFFSET 0) OR {fence_lost(q)})"""
 
 
 KEPT = "NOT EXISTS (SELECT 1 FROM gone)"
@@ -94,7 +97,8 @@ def _checkpoint_run(q: str) -> str:
     delivered late (durability="async") does not undo an error."""
     return f"""run AS (
     INSERT INTO {q}.run_log AS r (thread_id, run_id, first_step, last_step, status, status_step)
-    VALUES (%(thread_id)s, %(run_id)s, %(run_step)s::int, %(run_step)s, %(run_status)s, %(run_step)s)
+    SELECT %(thread_id)s, %(run_id)s, %(run_step)s::int, %(run_step)s, %(run_status)s, %(run_step)s
+    WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
     ON CONFLICT (thread_id, run_id) DO UPDATE SET
     ended_at = EXCLUDED.ended_at, first_step = least(r.first_step, EXCLUDED.first_step),
     last_step = greatest(r.last_step, EXCLUDED.last_step), {_STATUS}
@@ -145,8 +149,9 @@ def _task_log(q: str) -> str:
 
 def put_plain(q: str, *, log: bool = True) -> str:
     """`put` for the common case: no list in the delta layout, nothing offloaded. Writes
-    nothing when a value it holds but does not write is not stored. With `log`, it also
-    keeps the run's row in run_log."""
+    nothing when a value it holds but does not write is not stored, or when the run's
+    token is no longer the thread's (`fenced`). With `log`, it also keeps the run's row in
+    run_log."""
     logged = f", {_checkpoint_run(q)}" if log else ""
     return f"""
 WITH missing_bases AS MATERIALIZED ({_missing_bases(q)}){logged},

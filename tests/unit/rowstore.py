@@ -190,7 +190,9 @@ class RowStoreSaver(SaverCore):
     """The saver operations of ops.py, driven against a RowStore instead of a server."""
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**{"routed_writes": False, **options})  # the statements, which RowStore emulates
+        # The statements, which RowStore emulates; one writer per thread is the server's to check
+        # (tests/integration/test_fencing.py), so no fencing token here.
+        super().__init__(**{"routed_writes": False, "fencing": "allow", **options})
         self.store = RowStore()
         self.sent: list[str] = []  # which statement each query was, in order
 

@@ -21,7 +21,10 @@ CATALOGUE = every_statement("s")
 
 STATEMENTS = sorted(name for name, entry in CATALOGUE.items() if not entry.call)
 CALLS = sorted(name for name, entry in CATALOGUE.items() if entry.call)
-ROUTED_MIGRATION = next(m for m in migrations() if m.name == "routed_writes").sql("s")
+# The write functions as the newest migration that makes them defines them (0008 made them,
+# 0011 made them again with the fencing token): its script from the first function on.
+_NEWEST = [m.sql("s") for m in migrations() if "CREATE OR REPLACE FUNCTION" in m.sql("s")][-1]
+ROUTED_MIGRATION = _NEWEST[_NEWEST.index("CREATE OR REPLACE FUNCTION") :]
 BODIES = function_body_statements(ROUTED_MIGRATION)
 # Where each write function takes its thread (Citus routes a call by it).
 DISTRIBUTION_POSITIONS = {

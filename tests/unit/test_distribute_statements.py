@@ -38,18 +38,21 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"langgra
     """SELECT create_distributed_table('"langgraph_durable".effects', 'thread_id', \
 colocate_with => '"langgraph_durable".checkpoints')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"langgraph_durable".effects'::regclass)""",
+    """SELECT create_distributed_table('"langgraph_durable".thread_holders', 'thread_id', \
+colocate_with => '"langgraph_durable".checkpoints')
+WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"langgraph_durable".thread_holders'::regclass)""",
     """SELECT create_reference_table('"langgraph_durable".schema_migrations')
 WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"langgraph_durable".schema_migrations'::regclass)""",
 ]
 PUT_SIGNATURE = (
     '"langgraph_durable".lgpd_put(text, text, text, text, text, integer, text, jsonb, text[], text[], jsonb, bytea, text, '
     "text[], text[], text[], text[], text[], text[], text[], bytea[], text[], text[], bigint[], text[], text[], text[], text[], "
-    "integer[], text[], bytea[], text[], text[], bigint[], boolean, integer, text)"
+    "integer[], text[], bytea[], text[], text[], bigint[], boolean, integer, text, text)"
 )
 PUT_WRITES_SIGNATURE = (
     '"langgraph_durable".lgpd_put_writes(text, boolean, text, text, text, text, text, text, text, integer[], text[], text[], '
     "bytea[], text[], text[], bigint[], text[], integer, text, bytea, text, text[], text[], integer[], text[], bytea[], text[], "
-    "text[], bigint[], boolean, text, integer, integer, text, text, jsonb, text)"
+    "text[], bigint[], boolean, text, integer, integer, text, text, jsonb, text, text)"
 )
 DEFAULT_FUNCTION_STATEMENTS = [
     f"""SELECT create_distributed_function('{signature}', 'p_thread_id', colocate_with => '"langgraph_durable".checkpoints', \
@@ -71,6 +74,7 @@ def test_the_default_schema_gets_these_exact_statements() -> None:
         ("run_log", False, False),
         ("action_log", False, False),
         ("effects", False, False),
+        ("thread_holders", False, False),
         ("schema_migrations", True, False),
         ("lgpd_put", False, True),
         ("lgpd_put_writes", False, True),
@@ -94,7 +98,7 @@ def test_a_schema_name_that_needs_quoting_is_quoted_in_every_name() -> None:
         """SELECT create_distributed_table('"Agents_2".checkpoint_writes', 'thread_id', colocate_with => '"Agents_2".checkpoints')\n"""
         """WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"Agents_2".checkpoint_writes'::regclass)"""
     )
-    assert steps[7].sql == (
+    assert steps[8].sql == (
         """SELECT create_reference_table('"Agents_2".schema_migrations')\n"""
         """WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = '"Agents_2".schema_migrations'::regclass)"""
     )

@@ -89,7 +89,12 @@ def test_hot_statements_stay_within_psycopgs_parse_cache_on_the_cursor_path() ->
     the thread's items), and reads every item of its lists."""
     statements = Statements("s" * 24)
     cold = {sql for (_, cold), sql in statements.get_tuple.items() if cold}
-    assert cold and max(len(sql) for sql in _hot(statements) if sql not in cold) <= 4096
+    # Past it since the fencing token (4.2 KB): the put of delta-layout lists or offloaded
+    # values with the action log. Converted at each call on this path (~175 us, measured
+    # with psycopg's _query2pg_nocache), on a connection the official saver does not take
+    # either (it needs autocommit); the plain put, the one of most steps, fits.
+    long_put = statements.put[(False, True)]
+    assert cold and max(len(sql) for sql in _hot(statements) if sql not in cold and sql != long_put) <= 4096
 
 
 def test_compaction_leaves_every_string_literal_as_written() -> None:

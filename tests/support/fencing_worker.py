@@ -1,0 +1,83 @@
+"""Child process of test_fencing_processes.py: one run of a two-step graph on a thread, under
+a fencing policy (README, "Exactly once").
+
+    python fencing_worker.py DSN SCHEMA THREAD_ID POLICY NAME [--hold] [--async]
+
+The graph is `first` then `second`; each appends NAME's mark to the state. With --hold,
+`first` prints `holding` once its run holds the thread (the run's first checkpoint is
+committed) and reads a line from stdin before it returns: the parent decides when the run
+goes on, so the interleaving is forced and nothing sleeps. The saver's log goes to stderr
+(`wait` says there that it waits). The run ends by printing `done` (exit 0), or the name of
+the error that refused it and its message (exit 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import operator
+import sys
+from typing import Annotated
+
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver, ThreadHeldError
+
+REFUSED = 3
+
+
+class Marks(TypedDict, total=False):
+    marks: Annotated[list[str], operator.add]
+
+
+def build(saver: object, name: str, hold: bool) -> object:
+    def first(state: Marks) -> Marks:
+        if hold:
+            print("holding", flush=True)
+            sys.stdin.readline()  # until the parent says go on
+        return {"marks": [f"{name}:first"]}
+
+    def second(state: Marks) -> Marks:
+        return {"marks": [f"{name}:second"]}
+
+    graph = StateGraph(Marks)
+    graph.add_node("first", first)
+    graph.add_node("second", second)
+    graph.add_edge(START, "first")
+    graph.add_edge("first", "second")
+    graph.add_edge("second", END)
+    return graph.compile(checkpointer=saver)  # type: ignore[arg-type]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    for name in ("dsn", "schema", "thread", "policy", "name"):
+        parser.add_argument(name)
+    parser.add_argument("--hold", action="store_true")
+    parser.add_argument("--async", dest="use_async", action="store_true")
+    args = parser.parse_args()
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(message)s")
+    config = {"configurable": {"thread_id": args.thread}}
+    inputs: Marks = {"marks": [f"{args.name}:input"]}
+    try:
+        if args.use_async:
+
+            async def run() -> None:
+                async with AsyncDurablePostgresSaver.from_conn_string(args.dsn, schema=args.schema, fencing=args.policy) as saver:
+                    await build(saver, args.name, args.hold).ainvoke(inputs, config, durability="sync")  # type: ignore[attr-defined]
+
+            asyncio.run(run())
+        else:
+            with DurablePostgresSaver.from_conn_string(args.dsn, schema=args.schema, fencing=args.policy) as saver:
+                build(saver, args.name, args.hold).invoke(inputs, config, durability="sync")  # type: ignore[attr-defined]
+    except ThreadHeldError as refused:
+        print(f"{type(refused).__name__}: {refused}", flush=True)
+        return REFUSED
+    print("done", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
