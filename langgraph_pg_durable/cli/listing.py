@@ -39,6 +39,7 @@ THREAD_COLUMNS = [
     Column("last step", "last_step"),
     Column("status", "status", lambda s: s or "-"),
     Column("last run", "last_run_id", lambda r: r or "-", short_id=True),
+    Column("held by", "held_by", lambda r: r or "-", short_id=True),
     Column("last activity", "last_activity", when),
 ]
 
@@ -49,6 +50,7 @@ RUN_COLUMNS = [
     Column("ended", "ended_at", when),
     Column("steps", "steps"),
     Column("status", "status"),
+    Column("holds", "holds_thread", lambda held: "yes" if held else ""),
     Column("tokens", "tokens", lambda n: "" if n is None else f"{n:,}"),
     Column("agents", "agents", lambda agents: ", ".join(agents or ()), width=40),
 ]
@@ -67,7 +69,7 @@ def threads(
     fmt: FormatOption = Format.table,
     full_ids: FullIdsOption = False,
 ) -> None:
-    """Every thread: its checkpoints, last step, last run and its status, last activity."""
+    """Every thread: its checkpoints, last step, last run and its status, the run that holds it, last activity."""
     target: Target = ctx.obj
     metadata, start, end = metadata_filter(where), moment(since, "--since"), moment(until, "--until")  # refused before connecting
     with target.saver() as saver:

@@ -34,6 +34,7 @@ class RunRecord:
     status: str  # done, interrupted, error or running
     agents: tuple[str, ...]
     tokens: int | None = None  # what its model replies report, each once (None: none reported)
+    holds_thread: bool = False  # the run holds its thread: its writes are the ones the thread takes (README, "Exactly once")
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,15 @@ class RunScan(Pager):
         """The page's records (`sql.logs.RunColumn` rows); moves the keyset past them."""
         records = [
             RunRecord(
-                r[R.THREAD_ID], r[R.RUN_ID], r[R.STARTED_AT], r[R.ENDED_AT], r[R.STEPS], r[R.STATUS], tuple(r[R.AGENTS] or ()), r[R.TOKENS]
+                r[R.THREAD_ID],
+                r[R.RUN_ID],
+                r[R.STARTED_AT],
+                r[R.ENDED_AT],
+                r[R.STEPS],
+                r[R.STATUS],
+                tuple(r[R.AGENTS] or ()),
+                r[R.TOKENS],
+                bool(r[R.HOLDS_THREAD]),
             )
             for r in rows
         ]

@@ -31,6 +31,7 @@ class ThreadRecord:
     status: str | None  # that run's: done, interrupted, error, running; None without the action log
     last_activity: datetime.datetime  # the newest checkpoint of any namespace
     metadata: Any  # the newest root checkpoint's metadata (its jsonb projection)
+    held_by: str | None = None  # the run that holds the thread (README, "Exactly once"); None: none
 
 
 class ThreadScan(Pager):
@@ -98,6 +99,7 @@ class ThreadScan(Pager):
                 r[T.STATUS],
                 r[T.LAST_ACTIVITY],
                 load_metadata_json(r[T.METADATA]),
+                r[T.HELD_BY],
             )
             for r in rows
             if self.status is None or r[T.STATUS] == self.status

@@ -16,6 +16,7 @@ class RunColumn(Columns):
     STATUS = 5
     AGENTS = 6
     TOKENS = 7  # not the view's: see RUN_TOKENS
+    HOLDS_THREAD = 8  # not the view's: whether the run holds its thread (thread_holders, see sql/fencing.py)
 
 
 class ActionColumn(Columns):
@@ -51,9 +52,11 @@ def run_tokens(q: str, *, one_thread: bool) -> str:
 def runs_page(q: str, where: str, *, one_thread: bool = False) -> str:
     """One page of `list_runs()` under `where` (built by core.logs from fixed fragments),
     newest first; `one_thread`: `where` names the thread."""
-    columns = ", ".join(f"r.{name}" for name in RunColumn.names() if name != "tokens")
+    columns = ", ".join(f"r.{name}" for name in RunColumn.names() if name not in ("tokens", "holds_thread"))
+    thread = "%(thread_id)s" if one_thread else "r.thread_id"
+    holds = f"EXISTS (SELECT 1 FROM {q}.thread_holders h WHERE h.thread_id = {thread} AND h.run_id = r.run_id)"
     return f"""
-SELECT {columns}, {run_tokens(q, one_thread=one_thread)}::bigint AS tokens
+SELECT {columns}, {run_tokens(q, one_thread=one_thread)}::bigint AS tokens, {holds} AS holds_thread
 FROM {q}.runs r WHERE {where}
 ORDER BY r.started_at DESC, r.thread_id DESC, r.run_id DESC
 LIMIT %(page)s"""

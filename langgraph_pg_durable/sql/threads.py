@@ -20,6 +20,7 @@ class ThreadColumn(Columns):
     STATUS = 5  # that run's status (run_log); None without the action log
     LAST_ACTIVITY = 6  # when the newest checkpoint of any namespace was written
     METADATA = 7  # the newest root checkpoint's metadata, as JSON text
+    HELD_BY = 8  # the run that holds the thread (thread_holders, see sql/fencing.py); None: none
 
 
 def threads_page(q: str, where: str, having: str) -> str:
@@ -38,9 +39,11 @@ WITH page AS MATERIALIZED (
     LIMIT %(page)s
 )
 SELECT p.thread_id, p.checkpoints, l.step AS last_step, p.last_checkpoint_id,
-       nullif(l.run_id, '') AS last_run_id, r.status, p.last_activity, l.metadata::text AS metadata
+       nullif(l.run_id, '') AS last_run_id, r.status, p.last_activity, l.metadata::text AS metadata,
+       h.run_id AS held_by
 FROM page p
 LEFT JOIN {q}.checkpoints l
   ON l.thread_id = p.thread_id AND l.checkpoint_ns = '' AND l.checkpoint_id = p.last_checkpoint_id
 LEFT JOIN {q}.run_log r ON r.thread_id = p.thread_id AND r.run_id = l.run_id
+LEFT JOIN {q}.thread_holders h ON h.thread_id = p.thread_id
 ORDER BY p.thread_id"""

@@ -71,8 +71,10 @@ def test_threads_lists_each_thread_with_its_status(pg_dsn: str, schema: str, sam
         "status",
         "last_activity",
         "metadata",
+        "held_by",
     }
     assert (calc["checkpoints"], calc["last_step"], calc["status"]) == (8, 6, "done")
+    assert calc["held_by"] == calc["last_run_id"]  # the thread's last run took it (README, "Exactly once")
     assert calc["last_activity"].endswith("+00:00") and calc["metadata"]["user"] == "ana"
     assert {r["thread_id"]: r["status"] for r in rows} == {"calc-1": "done", "order-7": "interrupted", "flaky-1": "error", "team-1": "done"}
     table = lgpd(pg_dsn, schema, "threads")
@@ -99,7 +101,8 @@ def test_threads_filters(pg_dsn: str, schema: str, sample: dict[str, str], args:
 def test_runs_newest_first_with_their_agents(pg_dsn: str, schema: str, sample: dict[str, str]) -> None:
     runs = as_json(lgpd(pg_dsn, schema, "runs", "calc-1", "-f", "json"))
     assert len(runs) == 2 and runs[0]["started_at"] >= runs[1]["started_at"]
-    assert set(runs[0]) == {"thread_id", "run_id", "started_at", "ended_at", "steps", "status", "agents", "tokens"}
+    assert set(runs[0]) == {"thread_id", "run_id", "started_at", "ended_at", "steps", "status", "agents", "tokens", "holds_thread"}
+    assert [run["holds_thread"] for run in runs] == [True, False]  # the newest run took the thread from the older
     assert runs[1]["agents"] == ["__start__", "agent", "tools"] and runs[1]["steps"] == 5
     assert [r["tokens"] for r in runs] == [34, 17 + 26]  # each reply's usage_metadata once
     failed = as_json(lgpd(pg_dsn, schema, "runs", "--status", "error", "-f", "json"))

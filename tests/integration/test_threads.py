@@ -86,14 +86,18 @@ def test_bad_filters_are_refused_by_name(saver: Any) -> None:
 
 
 def test_listing_threads_reads_no_value(saver: Any, pg_dsn: str, schema_name: str) -> None:
-    """A role that may read checkpoint and run rows but no value, write or item lists them all."""
+    """A role that may read checkpoint, run and holder rows but no value, write or item lists them all."""
     ids = _populate(saver)
     role = f"lister_{uuid.uuid4().hex[:8]}"
     schema = sql.Identifier(schema_name)
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(schema, sql.Identifier(role)))
-        conn.execute(sql.SQL("GRANT SELECT ON {}.checkpoints, {}.run_log TO {}").format(schema, schema, sql.Identifier(role)))
+        conn.execute(
+            sql.SQL("GRANT SELECT ON {}.checkpoints, {}.run_log, {}.thread_holders TO {}").format(
+                schema, schema, schema, sql.Identifier(role)
+            )
+        )
     try:
         dsn = psycopg.conninfo.make_conninfo(pg_dsn, user=role)
         with DurablePostgresSaver.from_conn_string(dsn, schema=schema_name) as lister:

@@ -66,6 +66,7 @@ def test_threads_page_by_page(client: TestClient) -> None:
         "status",
         "last_activity",
         "metadata",
+        "held_by",
     }
 
 

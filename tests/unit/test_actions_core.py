@@ -226,7 +226,7 @@ def test_log_scans_page_by_keyset_and_refuse_bad_filters() -> None:
     assert scan.page_where() == "thread_id = %(thread_id)s AND status = %(status)s"
     assert scan.page_params()["page"] == FIRST_PAGE
     when = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
-    rows = [("t", f"r{i}", when, when, 1, "error", ["a"], 15) for i in range(FIRST_PAGE)]
+    rows = [("t", f"r{i}", when, when, 1, "error", ["a"], 15, False) for i in range(FIRST_PAGE)]
     assert [r.run_id for r in scan.take_page(rows)][:2] == ["r0", "r1"]
     assert not scan.done and "(started_at, thread_id, run_id) <" in scan.page_where()
     assert scan.page_params()["page"] == 3  # what the limit leaves

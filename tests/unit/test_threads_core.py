@@ -15,7 +15,7 @@ WHEN = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
 
 
 def _rows(names: list[str], status: str = "done") -> list[tuple]:
-    return [(n, 3, 2, "c", "r", status, WHEN, '{"source": "loop"}') for n in names]
+    return [(n, 3, 2, "c", "r", status, WHEN, '{"source": "loop"}', "r") for n in names]
 
 
 def test_fragments_and_params_follow_the_filters() -> None:
