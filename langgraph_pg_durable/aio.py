@@ -673,9 +673,11 @@ class AsyncDurablePostgresSaver(SaverCore):
         (None: there is none), for a reader's previous / next links: one indexed query."""
         return await self._execute(self._step_neighbours_query(thread_id, step))
 
-    async def afind_effect(self, key: EffectKey) -> tuple[bool, Any]:
-        """(True, the result) of a call `once()` recorded under `key`, or (False, None)."""
-        return self._effect_found(key, await self._execute(self._find_effect_query(key)))
+    async def afind_effect(self, key: EffectKey, config: RunnableConfig | None = None) -> tuple[bool, Any]:
+        """(True, the result) of a call `once()` recorded under `key`, or (False, None); with
+        the task's `config`, a ThreadTakenError when its run lost the thread and nothing is
+        recorded (the call is not to be made)."""
+        return await self._run(self._find_effect_plan(key, config))
 
     async def arecord_effect(self, key: EffectKey, config: RunnableConfig, result: Any) -> Any:
         """Record what a call returned, committed before this returns; the result recorded
@@ -918,9 +920,9 @@ class AsyncDurablePostgresSaver(SaverCore):
         """`astep_neighbours`, from a thread other than the saver's event loop."""
         return self._on_loop(self._execute(self._step_neighbours_query(thread_id, step)))
 
-    def find_effect(self, key: EffectKey) -> tuple[bool, Any]:
+    def find_effect(self, key: EffectKey, config: RunnableConfig | None = None) -> tuple[bool, Any]:
         """`afind_effect`, from a thread other than the saver's event loop."""
-        return self._effect_found(key, self._on_loop(self._execute(self._find_effect_query(key))))
+        return self._on_loop(self._run(self._find_effect_plan(key, config)))
 
     def record_effect(self, key: EffectKey, config: RunnableConfig, result: Any) -> Any:
         """`arecord_effect`, from a thread other than the saver's event loop."""

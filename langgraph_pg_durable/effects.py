@@ -82,10 +82,12 @@ def once(config: Mapping[str, Any], name: str, fn: Callable[..., T], *args: Any,
     name is `name#n`), or `key=` does (`name/key`: a call in a loop, by what it is for).
     `config` is the one LangGraph gave the node or tool. The result must be something the
     saver stores (the types a checkpoint may hold); it is committed before `once` returns.
-    An exception from `fn` is not recorded: the next run of the task calls again."""
+    An exception from `fn` is not recorded: the next run of the task calls again. A run
+    whose thread another run has taken since (one writer per thread) is refused the call,
+    a ThreadTakenError, unless its result is recorded."""
     effect = _key(config, name, key, take=True)
     target = _saver(config, saver)
-    found, result = target.find_effect(effect)
+    found, result = target.find_effect(effect, config)
     if found:
         return result  # type: ignore[no-any-return]
     return target.record_effect(effect, config, fn(*args, **kwargs))  # type: ignore[no-any-return]
@@ -98,9 +100,9 @@ async def aonce(
     effect = _key(config, name, key, take=True)
     target = _saver(config, saver)
     if hasattr(target, "afind_effect"):
-        found, result = await target.afind_effect(effect)
+        found, result = await target.afind_effect(effect, config)
     else:  # the sync saver in an async graph
-        found, result = await asyncio.to_thread(target.find_effect, effect)
+        found, result = await asyncio.to_thread(target.find_effect, effect, config)
     if found:
         return result  # type: ignore[no-any-return]
     value = await fn(*args, **kwargs)

@@ -29,7 +29,7 @@ from .core import decode, encode
 from .core import lists as list_layout
 from .core.arrays import Int4Array, Int8Array, TextArray
 from .core.codec import Codec, dump_json, load_json
-from .core.effects import EffectKey, record_params, stored_of
+from .core.effects import TAKEN, EffectKey, record_params, stored_of
 from .core.decode import DETAIL_REFS, CheckpointRow
 from .core.delta_history import DeltaWalk, replay_ancestors
 from .core.durability import Durability, check_synchronous_commit
@@ -661,8 +661,21 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     # -- effects (once()) ------------------------------------------------------------------
 
-    def _find_effect_query(self, key: EffectKey) -> Query[tuple[str, bytes] | None]:
-        return Query(f"once() {shown(key.key)} of thread {shown(key.thread_id)}", self.sql.find_effect, key.params(), stored_of)
+    def _find_effect_plan(self, key: EffectKey, config: RunnableConfig | None) -> Plan[tuple[bool, Any]]:
+        """(found, the result) of the call `key` names. A run that took its thread and has
+        since lost it to another run (see `_fence_for`) is refused the call (a
+        ThreadTakenError) when nothing is recorded: its writes would be refused anyway, and
+        the call is not made."""
+        fence = self._fence_for(config, key.thread_id, None) if config is not None else None
+        token = fence.writer if fence is not None and not fence.taking else None
+        where = f"once() {shown(key.key)} of thread {shown(key.thread_id)}"
+        stored = yield Query(where, self.sql.find_effect, {**key.params(), "fence": token}, stored_of)
+        if stored is TAKEN and fence is not None:
+            error = refusal(where, key.thread_id, fence, (yield self._holder_query(key.thread_id)))
+            if error is not None:
+                raise error
+            stored = None  # it holds the thread after all: nothing is recorded
+        return self._effect_found(key, stored)
 
     def _effect_found(self, key: EffectKey, stored: tuple[str, bytes] | None) -> tuple[bool, Any]:
         """(found, the result) of a lookup; a key this saver saw recorded and the server no

@@ -641,9 +641,11 @@ class DurablePostgresSaver(SaverCore):
         (None: there is none), for a reader's previous / next links: one indexed query."""
         return self._execute(self._step_neighbours_query(thread_id, step))
 
-    def find_effect(self, key: EffectKey) -> tuple[bool, Any]:
-        """(True, the result) of a call `once()` recorded under `key`, or (False, None)."""
-        return self._effect_found(key, self._execute(self._find_effect_query(key)))
+    def find_effect(self, key: EffectKey, config: RunnableConfig | None = None) -> tuple[bool, Any]:
+        """(True, the result) of a call `once()` recorded under `key`, or (False, None); with
+        the task's `config`, a ThreadTakenError when its run lost the thread and nothing is
+        recorded (the call is not to be made)."""
+        return self._run(self._find_effect_plan(key, config))
 
     def record_effect(self, key: EffectKey, config: RunnableConfig, result: Any) -> Any:
         """Record what a call returned, committed before this returns; the result recorded

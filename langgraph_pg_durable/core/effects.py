@@ -100,10 +100,16 @@ def record_params(key: EffectKey, run_id: str | None, stored: tuple[str, bytes],
     return {**key.params(), "run_id": run_id or "", "type": type_, "value": value, "result": readable_json}
 
 
+TAKEN = ("", b"")  # what `stored_of` gives for find_effect's row of NULLs: the run lost the thread
+
+
 def stored_of(rows: Sequence[Sequence[Any]]) -> tuple[str, bytes] | None:
-    """The (type, bytes) a `find_effect` / `record_effect` row holds, None for no row."""
+    """The (type, bytes) a `find_effect` / `record_effect` row holds, None for no row, TAKEN
+    for find_effect's row saying the run's token is no longer the thread's."""
     if not rows:
         return None
+    if rows[0][E.TYPE] is None and rows[0][E.VALUE] is None:
+        return TAKEN
     type_, value = rows[0][E.TYPE], rows[0][E.VALUE]
     if not isinstance(type_, str) or not isinstance(value, (bytes, memoryview, type(None))):
         raise CheckpointIntegrityError("an effect row read back malformed (its type or value is not what the saver writes)")

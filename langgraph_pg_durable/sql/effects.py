@@ -4,6 +4,7 @@ key, and one recorded, first writer wins."""
 from __future__ import annotations
 
 from .columns import Columns
+from .fencing import fence_lost
 
 
 class EffectColumn(Columns):
@@ -18,8 +19,12 @@ _KEY = """thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s AND ch
 
 
 def find_effect(q: str) -> str:
-    """The result recorded under a key, if any: a probe of the primary key."""
-    return f"SELECT type, value FROM {q}.effects WHERE {_KEY}"
+    """The result recorded under a key, if any: a probe of the primary key. When there is
+    none and the run's token (`fence`) is no longer the thread's, a row of NULLs instead:
+    the call is not to be made (sql/fencing.py)."""
+    return f"""SELECT type, value FROM {q}.effects WHERE {_KEY}
+UNION ALL
+SELECT NULL, NULL WHERE {fence_lost(q)} AND NOT EXISTS (SELECT 1 FROM {q}.effects WHERE {_KEY})"""
 
 
 def record_effect(q: str) -> str:

@@ -19,12 +19,13 @@ from typing import Annotated, Any
 
 import psycopg
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from psycopg import sql
 from typing_extensions import TypedDict
 
-from langgraph_pg_durable import ConfigError, DurablePostgresSaver, ThreadBusyError, ThreadTakenError
+from langgraph_pg_durable import ConfigError, DurablePostgresSaver, ThreadBusyError, ThreadTakenError, once
 
 pytestmark = pytest.mark.both_write_paths
 
@@ -218,3 +219,41 @@ def test_wait_gives_up_after_its_bound_naming_the_holder(pg_dsn: str, schema_nam
 
     raised, thread = _while_held(pg_dsn, schema_name, "wait", second_run)
     assert raised is None and _forks(pg_dsn, schema_name, thread) == 0
+
+
+def test_a_run_that_lost_its_thread_makes_no_new_side_effect(pg_dsn: str, schema_name: str) -> None:
+    """once() in a run whose thread another run took is refused before it calls: the charge
+    the zombie was about to make is not made (the run taking over makes its own)."""
+    charges: list[str] = []
+    reached, go_on = threading.Event(), threading.Event()
+
+    def build(saver: DurablePostgresSaver, name: str, hold: bool) -> Any:
+        def pay(state: Marks, config: RunnableConfig) -> Marks:
+            if hold:
+                reached.set()
+                assert go_on.wait(60)
+            once(config, "charge", charges.append, name)
+            return {"marks": [f"{name}:paid"]}
+
+        graph = StateGraph(Marks)
+        graph.add_node("pay", pay)
+        graph.add_edge(START, "pay")
+        graph.add_edge("pay", END)
+        return graph.compile(checkpointer=saver)
+
+    config: RunnableConfig = {"configurable": {"thread_id": f"pay-{uuid.uuid4().hex[:8]}"}}
+    with (
+        DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as a,
+        DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as b,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        a.setup()
+        held = pool.submit(build(a, "zombie", True).invoke, {"marks": []}, config, durability="sync")
+        assert reached.wait(60)
+        try:
+            assert build(b, "new", False).invoke({"marks": []}, config)["marks"] == ["new:paid"]
+        finally:
+            go_on.set()
+        raised = held.exception(timeout=60)
+    assert isinstance(raised, ThreadTakenError) and raised.thread_id == config["configurable"]["thread_id"]
+    assert charges == ["new"]
