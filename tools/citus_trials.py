@@ -161,6 +161,8 @@ def operations(cluster: Cluster, tmp: Path) -> list[tuple[str, str, int]]:
                 "invoke again (resume the thread)",
                 lambda: graph.invoke({"messages": [HumanMessage("again")], "count": 0}, one, durability="sync"),
             )
+            step("one writer per thread: takeover refuses the old run", lambda: _fencing(cluster.dsn, schema, "takeover"))
+            step("one writer per thread: reject refuses the new run", lambda: _fencing(cluster.dsn, schema, "reject"))
             with DurablePostgresSaver.from_conn_string(cluster.dsn, schema=schema, object_store=store, offload_threshold=4096) as fresh:
                 step("get_state on a new saver (cold)", lambda: _graph(4).compile(checkpointer=fresh).get_state(one).values["count"])
             step("get_state", lambda: graph.get_state(one).values["count"])
@@ -195,7 +197,7 @@ def operations(cluster: Cluster, tmp: Path) -> list[tuple[str, str, int]]:
             out = tmp / "export.jsonl"
             full = ["--dsn", cluster.dsn, "--schema", schema, "--object-store", store, "export", "--as", "raw", "--out", str(out)]
             step("lgpd export", lambda: _cli_ok(runner.invoke(cli, full)))
-            with TestClient(create_app(Target(cluster.dsn, schema, store).saver)) as client:
+            with TestClient(create_app(Target(cluster.dsn, schema, store).saver), base_url="http://127.0.0.1") as client:
                 for url in (
                     "/api/threads",
                     "/api/threads/trial-1/runs",
@@ -217,6 +219,64 @@ def operations(cluster: Cluster, tmp: Path) -> list[tuple[str, str, int]]:
         async_results = asyncio.run(_async_operations(cluster, schema, store))
         results.extend(async_results)
     return results
+
+
+def _fencing(dsn: str, schema: str, policy: str) -> str:
+    """Two savers (two processes' worth) on one thread under `policy`: the first held in its
+    first node while the second runs. Raises unless exactly the expected run is refused
+    with the expected error and the thread's history has no fork."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from langgraph_pg_durable import ThreadBusyError, ThreadTakenError
+
+    thread = f"fence-{policy}-{uuid.uuid4().hex[:6]}"
+    config = {"configurable": {"thread_id": thread}}
+    reached, go_on = threading.Event(), threading.Event()
+
+    def graph(saver: DurablePostgresSaver, hold: bool) -> Any:
+        def first(state: State) -> dict[str, Any]:
+            if hold:
+                reached.set()
+                go_on.wait(60)
+            return {"count": state["count"] + 1}
+
+        built = StateGraph(State)
+        built.add_node("first", first)
+        built.add_node("second", lambda state: {"count": state["count"] + 1})
+        built.add_edge(START, "first")
+        built.add_edge("first", "second")
+        built.add_edge("second", END)
+        return built.compile(checkpointer=saver)
+
+    with (
+        DurablePostgresSaver.from_conn_string(dsn, schema=schema, fencing=policy) as a,
+        DurablePostgresSaver.from_conn_string(dsn, schema=schema, fencing=policy) as b,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        held = pool.submit(graph(a, True).invoke, {"messages": [], "count": 0}, config, durability="sync")
+        reached.wait(60)
+        try:
+            second: BaseException | None = None
+            try:
+                graph(b, False).invoke({"messages": [], "count": 0}, config, durability="sync")
+            except BaseException as exc:  # noqa: BLE001 - what it raised is the finding
+                second = exc
+        finally:
+            go_on.set()
+        first_error = held.exception(timeout=60)
+    expected = (ThreadTakenError, type(None)) if policy == "takeover" else (type(None), ThreadBusyError)
+    if (type(first_error), type(second)) != expected:
+        raise AssertionError(f"{policy}: the first run raised {first_error!r}, the second {second!r}")
+    with psycopg.connect(dsn) as conn:
+        query = sql.SQL(
+            "SELECT count(*) FROM (SELECT parent_checkpoint_id FROM {}.checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
+            "AND parent_checkpoint_id IS NOT NULL GROUP BY 1 HAVING count(*) > 1) f"
+        ).format(sql.Identifier(schema))
+        row = conn.execute(query, (thread,)).fetchone()
+    if row is None or row[0]:
+        raise AssertionError(f"{policy}: the history forked")
+    return "ok"
 
 
 async def _async_operations(cluster: Cluster, schema: str, store: str) -> list[tuple[str, str, int]]:

@@ -11,7 +11,8 @@ CREATE TABLE IF NOT EXISTS {schema}.thread_holders (
 );
 
 -- The write functions of 0008 (sql/routed.py) take the token as a last parameter,
--- p_fence, and check it first. Dropped and made again: a new parameter is a new function.
+-- p_fence, and check it in their first probe (no statement more on a Citus worker).
+-- Dropped and made again: a new parameter is a new function.
 -- On Citus, run distribute() (`lgpd distribute`) again after this migration, so that the
 -- new functions are delegated to the worker holding the thread like the old ones were.
 DROP FUNCTION IF EXISTS {schema}.lgpd_put(
@@ -43,21 +44,17 @@ DECLARE
     n_items integer := coalesce(array_length(p_item_channels, 1), 0);
     fresh boolean;
 BEGIN
-    -- The thread's writer (thread_holders): a write under a fencing token stores nothing
-    -- once another run took the thread.
-    IF p_fence IS NOT NULL AND NOT EXISTS (
-        SELECT 1 FROM {schema}.thread_holders h WHERE h.thread_id = p_thread_id AND h.writer = p_fence
-    ) THEN
-        RETURN 0;
-    END IF;
-    -- What it relies on (_missing_bases): the parent this saver saw committed, the values
-    -- it holds without writing them, the items of pending writes its lists use.
-    -- Each a statement of its own, sent only when there is something to check: a
-    -- single-table probe is Citus's cheapest plan.
-    IF p_check_parent IS NOT NULL AND NOT EXISTS (
+    -- What it relies on (_missing_bases): the parent this saver saw committed and the
+    -- thread's writer (a write under a fencing token stores nothing once another run took
+    -- the thread: thread_holders), in one statement; the values it holds without writing
+    -- them, the items of pending writes its lists use. Each a statement of its own, sent
+    -- only when there is something to check: a single-table probe is Citus's cheapest plan.
+    IF (p_check_parent IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM {schema}.checkpoints p
         WHERE p.thread_id = p_thread_id AND p.checkpoint_ns = p_checkpoint_ns AND p.checkpoint_id = p_check_parent
-    ) THEN
+    )) OR (p_fence IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM {schema}.thread_holders h WHERE h.thread_id = p_thread_id AND h.writer = p_fence
+    )) THEN
         RETURN 0;
     END IF;
     IF coalesce(array_length(p_base_channels, 1), 0) > 0 AND EXISTS (
@@ -175,19 +172,16 @@ DECLARE
     n integer := coalesce(array_length(p_idx, 1), 0);
     n_items integer := coalesce(array_length(p_item_channels, 1), 0);
 BEGIN
-    -- The thread's writer (thread_holders): a write under a fencing token stores nothing
-    -- once another run took the thread.
-    IF p_fence IS NOT NULL AND NOT EXISTS (
-        SELECT 1 FROM {schema}.thread_holders h WHERE h.thread_id = p_thread_id AND h.writer = p_fence
-    ) THEN
-        RETURN 0;
-    END IF;
     -- What is read before anything is written, as the statement's one snapshot reads it;
-    -- each a single-table probe, sent only when it matters.
-    IF p_check_checkpoint IS NOT NULL AND NOT EXISTS (
+    -- each a single-table probe, sent only when it matters. First the checkpoint this saver
+    -- saw committed, and the thread's writer (a write under a fencing token stores nothing
+    -- once another run took the thread: thread_holders), in one statement.
+    IF (p_check_checkpoint IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM {schema}.checkpoints g
         WHERE g.thread_id = p_thread_id AND g.checkpoint_ns = p_checkpoint_ns AND g.checkpoint_id = p_check_checkpoint
-    ) THEN
+    )) OR (p_fence IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM {schema}.thread_holders h WHERE h.thread_id = p_thread_id AND h.writer = p_fence
+    )) THEN
         RETURN 0;
     END IF;
     IF p_kind = 'packed' THEN
