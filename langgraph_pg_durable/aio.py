@@ -565,11 +565,10 @@ class AsyncDurablePostgresSaver(SaverCore):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint `config` names (the thread's latest without a checkpoint_id) and its
-        pending writes, read in one round trip; None if there is none. Under fencing policy
-        `wait`, a run's first read of a thread another live run holds waits for it first."""
-        if self._waits_for_thread(config):
-            await self._run(self._wait_for_thread_plan(config))
-        return await self._execute(self._get_tuple_query(config))
+        pending writes, read in one round trip; None if there is none. A run's first read of
+        a thread takes the thread first (one writer per thread, README "Exactly once"): in
+        the same flight under `takeover`, a statement before it under `reject` and `wait`."""
+        return await self._run(self._get_tuple_plan(config))
 
     async def alist(
         self,

@@ -63,7 +63,7 @@ from .core.fencing import policy_of, refusal
 from .core.runs import caller_run_id, invocation_of, new_run_id
 from .core.safe_serde import AllowedType, default_serializer, with_allowed_types
 from .core.safe_serde import accept_plaintext as accept_plaintext_rows
-from .errors import ConfigError, HistoryRewoundError, ThreadBusyError, shown
+from .errors import ConfigError, HistoryRewoundError, shown
 from .memory import (
     DEFAULT_ITEM_CACHE_BYTES,
     CheckpointNotes,
@@ -87,6 +87,7 @@ T = TypeVar("T")
 log = logging.getLogger("langgraph_pg_durable")
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 GC_BATCH = 1000  # object keys checked against the tables per statement
+TAKE_RACES = 5  # a take refused by a holder gone when asked is tried again at once, so often
 # The thread a new connection's warm-up reads (see _warm_up_statements): none holds this id
 # in practice, and a read of one that did would only return it.
 WARM_UP_THREAD = "langgraph-pg-durable warm-up 8c1d0f4e"
@@ -309,35 +310,61 @@ class SaverCore(BaseCheckpointSaver[str]):
         self._took(config, thread_id, fence)
         return result
 
-    def _waits_for_thread(self, config: RunnableConfig) -> bool:
-        """Whether a read is a run's first of a thread it has not taken, under `wait`."""
-        if policy_of(config, self.fencing) != "wait" or self.importing:
-            return False
-        invocation = invocation_of(config)
-        if invocation is None:
-            return False
-        thread_id = parse_config(config).thread_id
-        return not self.runs.writer(invocation, thread_id, lambda: caller_run_id(config) or new_run_id())[2]
+    def _get_tuple_plan(self, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
+        """get_tuple; a run's first read of a thread also takes the thread (see `_reading_take`)."""
+        query = self._get_tuple_query(config)
+        thread_id = query.params["thread_id"]
+        fence = self._reading_fence(config, thread_id)
+        if fence is not None and fence.policy == "takeover":
+            take = (self.sql.take_over, fence.take_params(thread_id, self.fencing_window))
+            query = dataclasses.replace(query, before=[take], locks=self._locks([thread_id]))
+        elif fence is not None:
+            yield from self._take_plan(fence, thread_id)
+        found: CheckpointTuple | None = yield query
+        self._took(config, thread_id, fence)
+        return found
 
-    def _wait_for_thread_plan(self, config: RunnableConfig) -> Plan[None]:
-        """`wait`: before a run reads a thread, pauses while another live run holds it, at
-        most `fencing_wait` (then a ThreadBusyError). The run then reads the state the holder
-        left, and takes the thread with its first write."""
-        thread_id = parse_config(config).thread_id
+    def _reading_fence(self, config: RunnableConfig, thread_id: str) -> Fence | None:
+        """The run's fence when this read is its first of the thread: a run takes the thread
+        before it reads the state it will write on top of (under the thread's writer lock,
+        so the read sees every write of the run it took it from, whose later writes are
+        refused). Taken at the first write instead, a run would write on a state read
+        before, and fork the history, whenever the old run wrote in between. None for a
+        read outside a run, a run that took the thread already, and `allow`."""
+        if invocation_of(config) is None:
+            return None
         fence = self._fence_for(config, thread_id, None)
-        assert fence is not None
+        return fence if fence is not None and fence.taking else None
+
+    def _take_plan(self, fence: Fence, thread_id: str) -> Plan[None]:
+        """`reject` and `wait`: take the thread unless another live run holds it; then a
+        ThreadBusyError, or, under `wait`, pauses and tries again until the holder is done
+        or stale, at most `fencing_wait` (then a ThreadBusyError)."""
         operation = f"run {shown(fence.run_id)} on thread {shown(thread_id)}"
+        take = Query(
+            operation,
+            self.sql.take_if_free,
+            fence.take_params(thread_id, self.fencing_window),
+            lambda fetched: bool(fetched),
+            locks=self._locks([thread_id]),
+        )
+        schedule = pauses(self.fencing_wait) if fence.policy == "wait" else []
         waited = 0.0
-        for pause in [*pauses(self.fencing_wait), None]:
+        races = 0  # the holder went or finished between the take and its check
+        while not (yield take):
             holder = yield self._holder_query(thread_id)
-            if holder is None or not holder[5] or holder[1] == fence.writer or holder[0] == fence.run_id:
+            if holder is None or (not holder[5] and holder[1] != fence.writer):
+                races += 1
+                if races <= TAKE_RACES:
+                    continue  # try again at once
+            error = refusal(operation, thread_id, fence, holder, waited if fence.policy == "wait" else None)
+            if error is None:  # it holds the thread already
                 return
-            if pause is None:
-                error = refusal(operation, thread_id, fence, holder, waited)
-                assert isinstance(error, ThreadBusyError)
+            if not schedule:
                 raise error
             if not waited:
-                log.warning("%s: waiting for run %s, which holds the thread", operation, shown(holder[0]))
+                log.warning("%s: waiting for run %s, which holds the thread", operation, shown(holder[0] if holder else None))
+            pause = schedule.pop(0)
             yield Pause(pause)
             waited += pause
 

@@ -533,11 +533,10 @@ class DurablePostgresSaver(SaverCore):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint `config` names (the thread's latest without a checkpoint_id) and its
-        pending writes, read in one round trip; None if there is none. Under fencing policy
-        `wait`, a run's first read of a thread another live run holds waits for it first."""
-        if self._waits_for_thread(config):
-            self._run(self._wait_for_thread_plan(config))
-        return self._execute(self._get_tuple_query(config))
+        pending writes, read in one round trip; None if there is none. A run's first read of
+        a thread takes the thread first (one writer per thread, README "Exactly once"): in
+        the same flight under `takeover`, a statement before it under `reject` and `wait`."""
+        return self._run(self._get_tuple_plan(config))
 
     def list(
         self,

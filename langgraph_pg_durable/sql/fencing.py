@@ -1,8 +1,10 @@
 """Statements of one writer per thread (fencing; see core/fencing.py).
 
-A run takes the thread with its first write: `take_over` or `take_if_free`, sent in that
-write's transaction after the thread's writer lock, so nothing comes between the take and
-the write. Every write then carries the run's token (`fence`) and stores nothing when the
+A run takes the thread with its first read of it (or its first write, when it did not
+read): `take_over` or `take_if_free`, sent after the thread's writer lock, in the read's or
+the write's transaction, so the read sees every write of the run it took the thread from.
+Each returns a row when it took the thread (none when the run held it already, or, for
+`take_if_free`, when another live run holds it). Every write then carries the run's token (`fence`) and stores nothing when the
 thread's row names another (sql/writes.py, `fence_lost`): the check is a probe of this
 table's primary key inside the write, never a statement of its own. `holder` is read only
 after a write stored nothing, to say why.
@@ -24,7 +26,8 @@ def fence_lost(q: str) -> str:
 _TAKE = """INSERT INTO {q}.thread_holders AS h (thread_id, run_id, writer)
 SELECT %(thread_id)s, %(holder_run)s, %(fence)s{guard}
 ON CONFLICT (thread_id) DO UPDATE SET run_id = EXCLUDED.run_id, writer = EXCLUDED.writer, taken_at = EXCLUDED.taken_at
-WHERE h.writer <> EXCLUDED.writer"""
+WHERE h.writer <> EXCLUDED.writer
+RETURNING 1"""
 
 
 def take_over(q: str) -> str:

@@ -257,3 +257,32 @@ def test_a_run_that_lost_its_thread_makes_no_new_side_effect(pg_dsn: str, schema
         raised = held.exception(timeout=60)
     assert isinstance(raised, ThreadTakenError) and raised.thread_id == config["configurable"]["thread_id"]
     assert charges == ["new"]
+
+
+@pytest.mark.parametrize("durability", ["exit", "async"])
+def test_a_run_takes_the_thread_before_it_reads_it(pg_dsn: str, schema_name: str, durability: str) -> None:
+    """The new run takes the thread with its first read, not its first write: with
+    durability="exit" its first write is its last, and the old run, let go while the new
+    one is still in its node, would otherwise write on, and the new run's checkpoint would
+    fork from the state it read. Here the old run is refused, and the history is one line."""
+    old_reached, old_go_on = threading.Event(), threading.Event()
+    new_reached, new_go_on = threading.Event(), threading.Event()
+    thread = f"read-{durability}-{uuid.uuid4().hex[:8]}"
+    config = {"configurable": {"thread_id": thread}}
+    with (
+        DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as a,
+        DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as b,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        a.setup()
+        old = pool.submit(_held_graph(a, "old", old_reached, old_go_on).invoke, {"marks": ["old:input"]}, config, durability="sync")
+        assert old_reached.wait(60)
+        new = pool.submit(_held_graph(b, "new", new_reached, new_go_on).invoke, {"marks": ["new:input"]}, config, durability=durability)
+        assert new_reached.wait(60)  # the new run read the thread, and is inside its first node
+        old_go_on.set()
+        refused = old.exception(timeout=60)
+        new_go_on.set()
+        result = new.result(timeout=60)
+    assert isinstance(refused, ThreadTakenError)
+    assert result["marks"] == ["old:input", "new:input", "new:first", "new:second"]
+    assert _forks(pg_dsn, schema_name, thread) == 0
