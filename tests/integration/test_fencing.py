@@ -25,32 +25,22 @@ from langgraph.types import Send
 from psycopg import sql
 from typing_extensions import TypedDict
 
+from fencing_worker import Marks, build
+
 from langgraph_pg_durable import ConfigError, DurablePostgresSaver, ThreadBusyError, ThreadTakenError, once
 
 pytestmark = pytest.mark.both_write_paths
 
 
-class Marks(TypedDict, total=False):
-    marks: Annotated[list[str], operator.add]
-
-
 def _held_graph(saver: DurablePostgresSaver, name: str, reached: threading.Event | None, go_on: threading.Event | None) -> Any:
-    def first(state: Marks) -> Marks:
-        if reached is not None and go_on is not None:
-            reached.set()
-            assert go_on.wait(60)
-        return {"marks": [f"{name}:first"]}
+    """fencing_worker's graph, its first node held until `go_on` once it set `reached`."""
 
-    def second(state: Marks) -> Marks:
-        return {"marks": [f"{name}:second"]}
+    def hold() -> None:
+        assert reached is not None and go_on is not None
+        reached.set()
+        assert go_on.wait(60)
 
-    graph = StateGraph(Marks)
-    graph.add_node("first", first)
-    graph.add_node("second", second)
-    graph.add_edge(START, "first")
-    graph.add_edge("first", "second")
-    graph.add_edge("second", END)
-    return graph.compile(checkpointer=saver)
+    return build(saver, name, hold if reached is not None else None)
 
 
 def _forks(dsn: str, schema: str, thread: str) -> int:

@@ -18,7 +18,8 @@ import asyncio
 import logging
 import operator
 import sys
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
@@ -32,11 +33,17 @@ class Marks(TypedDict, total=False):
     marks: Annotated[list[str], operator.add]
 
 
-def build(saver: object, name: str, hold: bool) -> object:
+def hold_on_stdin() -> None:
+    print("holding", flush=True)
+    sys.stdin.readline()  # until the parent says go on
+
+
+def build(saver: Any, name: str, hold: Callable[[], None] | None = None) -> Any:
+    """`first` then `second`, each adding NAME's mark; `hold()` runs inside `first`."""
+
     def first(state: Marks) -> Marks:
-        if hold:
-            print("holding", flush=True)
-            sys.stdin.readline()  # until the parent says go on
+        if hold is not None:
+            hold()
         return {"marks": [f"{name}:first"]}
 
     def second(state: Marks) -> Marks:
@@ -48,7 +55,7 @@ def build(saver: object, name: str, hold: bool) -> object:
     graph.add_edge(START, "first")
     graph.add_edge("first", "second")
     graph.add_edge("second", END)
-    return graph.compile(checkpointer=saver)  # type: ignore[arg-type]
+    return graph.compile(checkpointer=saver)
 
 
 def main() -> int:
@@ -60,18 +67,19 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(message)s")
     config = {"configurable": {"thread_id": args.thread}}
+    hold = hold_on_stdin if args.hold else None
     inputs: Marks = {"marks": [f"{args.name}:input"]}
     try:
         if args.use_async:
 
             async def run() -> None:
                 async with AsyncDurablePostgresSaver.from_conn_string(args.dsn, schema=args.schema, fencing=args.policy) as saver:
-                    await build(saver, args.name, args.hold).ainvoke(inputs, config, durability="sync")  # type: ignore[attr-defined]
+                    await build(saver, args.name, hold).ainvoke(inputs, config, durability="sync")
 
             asyncio.run(run())
         else:
             with DurablePostgresSaver.from_conn_string(args.dsn, schema=args.schema, fencing=args.policy) as saver:
-                build(saver, args.name, args.hold).invoke(inputs, config, durability="sync")  # type: ignore[attr-defined]
+                build(saver, args.name, hold).invoke(inputs, config, durability="sync")
     except ThreadHeldError as refused:
         print(f"{type(refused).__name__}: {refused}", flush=True)
         return REFUSED
