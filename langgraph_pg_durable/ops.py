@@ -295,9 +295,9 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _fenced(self, query: Query[T], config: RunnableConfig, fence: Fence | None, failed: Callable[[T], bool]) -> Plan[T]:
         """Send a write under `fence`. When it stored nothing, the thread's holder says why:
         this run (then the result stands: something else was missing), or another run: a
-        ThreadTakenError, or a ThreadBusyError for a take refused (`reject`; under `wait`
-        the run waited at its first read, and a rival that came in since is refused too:
-        the run read the state before it)."""
+        ThreadTakenError, or a ThreadBusyError for a take at the write refused (a run that
+        did not read the thread first; it does not wait, whatever the policy: what it
+        writes was made without the holder's state)."""
         result: T = yield query
         if fence is None:
             return result
@@ -311,7 +311,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         return result
 
     def _get_tuple_plan(self, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
-        """get_tuple; a run's first read of a thread also takes the thread (see `_reading_take`)."""
+        """get_tuple; a run's first read of a thread also takes the thread (see `_reading_fence`)."""
         query = self._get_tuple_query(config)
         thread_id = query.params["thread_id"]
         fence = self._reading_fence(config, thread_id)
@@ -369,7 +369,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             waited += pause
 
     def _took(self, config: RunnableConfig, thread_id: str, fence: Fence | None) -> None:
-        """A write that took the thread committed: the run's next writes need not take it."""
+        """A read or write that took the thread committed: the run's next calls need not take it."""
         invocation = invocation_of(config) if fence is not None and fence.taking else None
         if invocation is not None:
             self.runs.took(invocation, thread_id)
