@@ -348,11 +348,12 @@ class RunRegistry:
         with self._lock:
             return self._entry(invocation, new).run_id
 
-    def writer(self, invocation: object, thread_id: str, new: Callable[[], str]) -> tuple[str, str, bool]:
-        """The invocation's run id, its token, and whether it has taken `thread_id` yet."""
+    def writer(self, invocation: object, thread_id: str, new: Callable[[], str]) -> tuple[str, bool]:
+        """The invocation's token, and whether it has taken `thread_id` yet (`new()` names
+        the invocation's run the first time it is seen)."""
         with self._lock:
             entry = self._entry(invocation, new)
-            return entry.run_id, entry.writer, thread_id in entry.taken
+            return entry.writer, thread_id in entry.taken
 
     def took(self, invocation: object, thread_id: str) -> None:
         """The invocation's take of `thread_id` committed: its writes no longer take it."""

@@ -79,6 +79,7 @@ from .retry import RetryPolicy
 from .sql.logs import ThreadNeed
 from .sql.reads import RunLane
 from .sql.writes import ParentStatus
+from .sql.fencing import Holder
 from .sql.schema import DEFAULT_SCHEMA, gc_lock_key, quote_schema, thread_lock_keys
 from .sql.statements import RoutedWrites, Statements
 from .sql import durability as durability_sql
@@ -278,7 +279,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         invocation = invocation_of(config)
         if invocation is None:
             return Fence(policy, new_writer(), run_id or new_run_id(), taking=True)
-        _, writer, taken = self.runs.writer(invocation, thread_id, lambda: caller_run_id(config) or new_run_id())
+        writer, taken = self.runs.writer(invocation, thread_id, lambda: caller_run_id(config) or new_run_id())
         return Fence(policy, writer, run_id or self._run_of(config) or "", taking=not taken)
 
     def _fenced_query(self, query: Query[T], fence: Fence | None) -> Query[T]:
@@ -286,11 +287,13 @@ class SaverCore(BaseCheckpointSaver[str]):
         preceded by its take (in the same transaction, after the writer lock)."""
         thread_id = query.params["thread_id"]
         params = {**query.params, "fence": fence.writer if fence is not None else None}
-        before: list[tuple[str, Mapping[str, Any]]] = []
-        if fence is not None and fence.taking:
-            take = self.sql.take_over if fence.policy == "takeover" else self.sql.take_if_free
-            before.append((take, fence.take_params(thread_id, self.fencing_window)))
+        before = [self._take(fence, thread_id)] if fence is not None and fence.taking else []
         return dataclasses.replace(query, params=params, before=before)
+
+    def _take(self, fence: Fence, thread_id: str) -> tuple[str, Mapping[str, Any]]:
+        """The statement by which the run takes the thread, under its policy (sql/fencing.py)."""
+        take = self.sql.take_over if fence.policy == "takeover" else self.sql.take_if_free
+        return take, fence.take_params(thread_id, self.fencing_window)
 
     def _fenced(self, query: Query[T], config: RunnableConfig, fence: Fence | None, failed: Callable[[T], bool]) -> Plan[T]:
         """Send a write under `fence`. When it stored nothing, the thread's holder says why:
@@ -316,8 +319,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         thread_id = query.params["thread_id"]
         fence = self._reading_fence(config, thread_id)
         if fence is not None and fence.policy == "takeover":
-            take = (self.sql.take_over, fence.take_params(thread_id, self.fencing_window))
-            query = dataclasses.replace(query, before=[take], locks=self._locks([thread_id]))
+            query = dataclasses.replace(query, before=[self._take(fence, thread_id)], locks=self._locks([thread_id]))
         elif fence is not None:
             yield from self._take_plan(fence, thread_id)
         found: CheckpointTuple | None = yield query
@@ -341,19 +343,13 @@ class SaverCore(BaseCheckpointSaver[str]):
         ThreadBusyError, or, under `wait`, pauses and tries again until the holder is done
         or stale, at most `fencing_wait` (then a ThreadBusyError)."""
         operation = f"run {shown(fence.run_id)} on thread {shown(thread_id)}"
-        take = Query(
-            operation,
-            self.sql.take_if_free,
-            fence.take_params(thread_id, self.fencing_window),
-            lambda fetched: bool(fetched),
-            locks=self._locks([thread_id]),
-        )
+        take = Query(operation, *self._take(fence, thread_id), lambda fetched: bool(fetched), locks=self._locks([thread_id]))
         schedule = pauses(self.fencing_wait) if fence.policy == "wait" else []
         waited = 0.0
         races = 0  # the holder went or finished between the take and its check
         while not (yield take):
             holder = yield self._holder_query(thread_id)
-            if holder is None or (not holder[5] and holder[1] != fence.writer):
+            if holder is None or (not holder.live and holder.writer != fence.writer):
                 races += 1
                 if races <= TAKE_RACES:
                     continue  # try again at once
@@ -363,7 +359,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             if not schedule:
                 raise error
             if not waited:
-                log.warning("%s: waiting for run %s, which holds the thread", operation, shown(holder[0] if holder else None))
+                log.warning("%s: waiting for run %s, which holds the thread", operation, shown(holder.run_id if holder else None))
             pause = schedule.pop(0)
             yield Pause(pause)
             waited += pause
@@ -374,12 +370,12 @@ class SaverCore(BaseCheckpointSaver[str]):
         if invocation is not None:
             self.runs.took(invocation, thread_id)
 
-    def _holder_query(self, thread_id: str) -> Query[tuple[Any, ...] | None]:
+    def _holder_query(self, thread_id: str) -> Query[Holder | None]:
         return Query(
             f"check of the holder of thread {shown(thread_id)}",
             self.sql.holder,
             {"thread_id": thread_id, "window": self.fencing_window},
-            lambda fetched: tuple(fetched[0]) if fetched else None,
+            lambda fetched: Holder(*fetched[0]) if fetched else None,
         )
 
     def _note_checkpoint(self, thread_id: str, ns: str, checkpoint: Checkpoint, metadata: Any, *, take: bool = False) -> list[SendToName]:

@@ -1,10 +1,11 @@
 """One writer per thread: which policy a write goes by, the token it carries, and the error
 when it is refused (README, "Exactly once"). Pure; the statements are in sql/fencing.py.
 
-A run (one invoke or stream call, subgraphs and Send tasks included) that writes a thread
-takes it with its first write and carries a token, random per run and saver, in every
-write after; a write whose token is no longer the thread's stores nothing. Policies, a
-saver option with a per-call override in `config["configurable"]["lgpd_fencing"]`:
+A run (one invoke or stream call, subgraphs and Send tasks included) takes a thread with
+its first read of it (its first write, when it did not read), before it reads the state it
+builds on, and carries a token, random per run and saver, in every write; a write whose
+token is no longer the thread's stores nothing. Policies, a saver option with a per-call
+override in `config["configurable"]["lgpd_fencing"]`:
 
 - `takeover` (default): a new run takes the thread, whoever held it. The old run's next
   write is refused (ThreadTakenError): a process presumed dead that is not, or a job
@@ -12,7 +13,8 @@ saver option with a per-call override in `config["configurable"]["lgpd_fencing"]
 - `reject`: a new run is refused (ThreadBusyError) while another live run holds the thread:
   its row in run_log says `running` and it wrote within the window. A run that crashed is
   live until the window has passed since its last write.
-- `wait`: as `reject`, but the new run waits (bounded) for the holder to finish or go stale.
+- `wait`: as `reject`, but the new run waits (bounded), before it reads, for the holder to
+  finish or go stale.
 - `allow`: no token and no check: the behaviour before fencing.
 
 A call made outside any run (`update_state`, a saver called directly) is a run of its own:
@@ -29,6 +31,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..errors import ConfigError, ThreadBusyError, ThreadHeldError, ThreadTakenError, shown
+from ..sql.fencing import Holder
 
 POLICIES = ("takeover", "reject", "wait", "allow")
 DEFAULT_POLICY = "takeover"
@@ -67,8 +70,8 @@ def new_writer() -> str:
 
 @dataclass(frozen=True)
 class Fence:
-    """What one write carries: the policy, the run's token and run id, and whether it takes
-    the thread first (the run's first write of it, or any write until one committed)."""
+    """What one read or write carries: the policy, the run's token and run id, and whether
+    it takes the thread first (the run's first read or write of it, until one committed)."""
 
     policy: str
     writer: str
@@ -79,13 +82,11 @@ class Fence:
         return {"thread_id": thread_id, "holder_run": self.run_id, "fence": self.writer, "window": window}
 
 
-def refusal(
-    operation: str, thread_id: str, fence: Fence, holder: tuple[str, str, Any, str | None, Any, bool] | None, waited: float | None = None
-) -> ThreadHeldError | None:
-    """The error of a write under `fence` that stored nothing, from the thread's holder row
-    (`sql.fencing.Holder`; None: no row), or None when the run does hold the thread (the
-    write stored nothing for another reason). `waited`: seconds `wait` waited."""
-    if holder is not None and holder[1] == fence.writer:
+def refusal(operation: str, thread_id: str, fence: Fence, holder: Holder | None, waited: float | None = None) -> ThreadHeldError | None:
+    """The error of a write or take under `fence` that stored nothing, from the thread's
+    holder row (None: no row), or None when the run does hold the thread (the write stored
+    nothing for another reason). `waited`: seconds `wait` waited."""
+    if holder is not None and holder.writer == fence.writer:
         return None
     if holder is None:
         return ThreadTakenError(
@@ -96,7 +97,7 @@ def refusal(
             held_since=None,
             last_write=None,
         )
-    run_id, _, since, status, last_write, live = holder
+    run_id, since, status, last_write = holder.run_id, holder.taken_at, holder.status, holder.last_write
     about = f"run {shown(run_id)} holds it since {since}" + (f" (status {status}, last write {last_write})" if status else "")
     if fence.taking:
         waited_text = f" after waiting {waited:.1f} s" if waited is not None else ""

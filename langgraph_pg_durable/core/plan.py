@@ -39,7 +39,7 @@ class Query(Generic[T]):
     # transaction, before it: writers and deleters of a thread never interleave.
     locks: Sequence[int] = ()
     # Statements sent after the locks and before this one, in its transaction, their rows
-    # not read (a run's take of the thread before its first write, see sql/fencing.py).
+    # not read (a run's take of the thread with its first read or write, see sql/fencing.py).
     before: Sequence[tuple[str, Mapping[str, Any]]] = ()
 
     def __post_init__(self) -> None:

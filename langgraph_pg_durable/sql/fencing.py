@@ -4,10 +4,10 @@ A run takes the thread with its first read of it (or its first write, when it di
 read): `take_over` or `take_if_free`, sent after the thread's writer lock, in the read's or
 the write's transaction, so the read sees every write of the run it took the thread from.
 Each returns a row when it took the thread (none when the run held it already, or, for
-`take_if_free`, when another live run holds it). Every write then carries the run's token (`fence`) and stores nothing when the
-thread's row names another (sql/writes.py, `fence_lost`): the check is a probe of this
-table's primary key inside the write, never a statement of its own. `holder` is read only
-after a write stored nothing, to say why.
+`take_if_free`, when another live run holds it). Every write then carries the run's token
+(`fence`) and stores nothing when the thread's row names another (sql/writes.py,
+`fence_lost`): the check is a probe of this table's primary key inside the write, never a
+statement of its own. `holder` is read only after a write or take stored nothing, to say why.
 """
 
 from __future__ import annotations
@@ -63,15 +63,10 @@ class Holder(NamedTuple):
 
 
 def holder(q: str) -> str:
-    """The thread's holder (no row: none), with its run's status and whether it is live as
-    `take_if_free` judges it. Sent only after a write under a token stored nothing."""
+    """The thread's holder (no row: none), a `Holder` row, with its run's status and whether
+    it is live as `take_if_free` judges it. Sent only after a write or take stored nothing."""
     return f"""SELECT h.run_id, h.writer, h.taken_at, r.status, r.ended_at,
        coalesce(r.status = 'running' AND r.ended_at > now() - %(window)s::interval, false)
 FROM {q}.thread_holders h
 LEFT JOIN {q}.run_log r ON r.thread_id = h.thread_id AND r.run_id = h.run_id AND r.thread_id = %(thread_id)s
 WHERE h.thread_id = %(thread_id)s"""
-
-
-def holders(q: str) -> str:
-    """The holders of some threads (`thread_ids`), for `lgpd threads` and `runs`."""
-    return f"""SELECT h.thread_id, h.run_id, h.taken_at FROM {q}.thread_holders h WHERE h.thread_id = ANY(%(thread_ids)s)"""

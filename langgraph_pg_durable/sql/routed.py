@@ -1,5 +1,5 @@
-"""The saver's writes as calls of the schema's write functions (migration 0008; with the fencing token since 0011), for tables
-distributed on Citus.
+"""The saver's writes as calls of the schema's write functions (migration 0008; with the
+fencing token since 0011), for tables distributed on Citus.
 
 On Citus each data-modifying CTE of a write statement (sql/writes.py) is planned as a
 separate sub-plan through the coordinator, and an INSERT ... SELECT from arrays passes its

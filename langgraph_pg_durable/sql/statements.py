@@ -90,7 +90,6 @@ class Statements:
         self.take_over = compact(fencing.take_over(q))
         self.take_if_free = compact(fencing.take_if_free(q))
         self.holder = fencing.holder(q)
-        self.holders = fencing.holders(q)
         self.step_neighbours = steps.step_neighbours(q)
         self.backfill_threads = logs.backfill_threads(q)
         self.checkpoint_facts = logs.checkpoint_facts(q)

@@ -144,7 +144,6 @@ def every_statement(schema: str = "s") -> dict[str, Entry]:
         ("take_over", ONE),
         ("take_if_free", ONE),
         ("holder", ONE),
-        ("holders", GIVEN),
         ("latest_checkpoints", GIVEN),
         ("delete_threads", GIVEN),
         ("delete_for_runs", GIVEN),
