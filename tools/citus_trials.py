@@ -222,11 +222,13 @@ def operations(cluster: Cluster, tmp: Path) -> list[tuple[str, str, int]]:
 
 
 def _fencing(dsn: str, schema: str, policy: str) -> str:
-    """Two savers (two processes' worth) on one thread under `policy`: the first held in its
-    first node while the second runs. Raises unless exactly the expected run is refused
+    """Two savers (two processes' worth) on one thread under `policy`, running fencing_worker's
+    graph: the first held in its first node while the second runs. Raises unless exactly the expected run is refused
     with the expected error and the thread's history has no fork."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
+
+    from fencing_worker import build, forks
 
     from langgraph_pg_durable import ThreadBusyError, ThreadTakenError
 
@@ -234,32 +236,21 @@ def _fencing(dsn: str, schema: str, policy: str) -> str:
     config = {"configurable": {"thread_id": thread}}
     reached, go_on = threading.Event(), threading.Event()
 
-    def graph(saver: DurablePostgresSaver, hold: bool) -> Any:
-        def first(state: State) -> dict[str, Any]:
-            if hold:
-                reached.set()
-                go_on.wait(60)
-            return {"count": state["count"] + 1}
-
-        built = StateGraph(State)
-        built.add_node("first", first)
-        built.add_node("second", lambda state: {"count": state["count"] + 1})
-        built.add_edge(START, "first")
-        built.add_edge("first", "second")
-        built.add_edge("second", END)
-        return built.compile(checkpointer=saver)
+    def hold() -> None:
+        reached.set()
+        go_on.wait(60)
 
     with (
         DurablePostgresSaver.from_conn_string(dsn, schema=schema, fencing=policy) as a,
         DurablePostgresSaver.from_conn_string(dsn, schema=schema, fencing=policy) as b,
         ThreadPoolExecutor(1) as pool,
     ):
-        held = pool.submit(graph(a, True).invoke, {"messages": [], "count": 0}, config, durability="sync")
+        held = pool.submit(build(a, "old", hold).invoke, {"marks": []}, config, durability="sync")
         reached.wait(60)
         try:
             second: BaseException | None = None
             try:
-                graph(b, False).invoke({"messages": [], "count": 0}, config, durability="sync")
+                build(b, "new").invoke({"marks": []}, config, durability="sync")
             except BaseException as exc:  # noqa: BLE001 - what it raised is the finding
                 second = exc
         finally:
@@ -268,13 +259,7 @@ def _fencing(dsn: str, schema: str, policy: str) -> str:
     expected = (ThreadTakenError, type(None)) if policy == "takeover" else (type(None), ThreadBusyError)
     if (type(first_error), type(second)) != expected:
         raise AssertionError(f"{policy}: the first run raised {first_error!r}, the second {second!r}")
-    with psycopg.connect(dsn) as conn:
-        query = sql.SQL(
-            "SELECT count(*) FROM (SELECT parent_checkpoint_id FROM {}.checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
-            "AND parent_checkpoint_id IS NOT NULL GROUP BY 1 HAVING count(*) > 1) f"
-        ).format(sql.Identifier(schema))
-        row = conn.execute(query, (thread,)).fetchone()
-    if row is None or row[0]:
+    if forks(dsn, schema, thread):
         raise AssertionError(f"{policy}: the history forked")
     return "ok"
 

@@ -24,6 +24,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from fencing_worker import forks
 from langgraph_pg_durable import DurablePostgresSaver
 
 WORKER = Path(__file__).resolve().parent.parent / "support" / "fencing_worker.py"
@@ -34,6 +35,13 @@ def _start(dsn: str, schema: str, thread: str, policy: str, name: str, *, hold: 
     flags = [*(["--hold"] if hold else []), *(["--async"] if mode == "async" else [])]
     argv = [sys.executable, str(WORKER), dsn, schema, thread, policy, name, *flags]
     return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _go_on(child: subprocess.Popen[str]) -> None:
+    """Let a worker held with --hold go on."""
+    assert child.stdin is not None
+    child.stdin.write("go on\n")
+    child.stdin.flush()
 
 
 def _said(child: subprocess.Popen[str]) -> str:
@@ -57,14 +65,6 @@ def _history(dsn: str, schema: str, thread: str) -> list[tuple[str, str | None, 
             (thread,),
         ).fetchall()
     return [(r[0], r[1], r[2]) for r in rows]
-
-
-def _forks(history: list[tuple[str, str | None, str]]) -> int:
-    """How many checkpoints have more than one child."""
-    children: dict[str | None, int] = {}
-    for _, parent, _ in history:
-        children[parent] = children.get(parent, 0) + 1
-    return sum(1 for parent, n in children.items() if n > 1 and parent is not None)
 
 
 def _runs(dsn: str, schema: str, thread: str) -> list[str]:
@@ -93,9 +93,7 @@ def test_takeover_refuses_the_old_run_and_the_history_does_not_fork(mode: str, p
         new = _start(pg_dsn, schema, thread, "takeover", "new", hold=False, mode=mode)
         code, out, err = _finish(new)
         assert (code, out.strip()) == (0, "done"), err
-        assert old.stdin is not None
-        old.stdin.write("go on\n")
-        old.stdin.flush()
+        _go_on(old)
         code, out, err = _finish(old)
     finally:
         old.kill()
@@ -103,7 +101,7 @@ def test_takeover_refuses_the_old_run_and_the_history_does_not_fork(mode: str, p
     old_run, new_run = _runs(pg_dsn, schema, thread)
     assert out.startswith("ThreadTakenError: ") and f"thread {thread!r} was taken by another run: run {new_run!r} holds it" in out
     history = _history(pg_dsn, schema, thread)
-    assert _forks(history) == 0
+    assert forks(pg_dsn, schema, thread) == 0
     # The old run wrote nothing after the new run took the thread.
     assert [row for row in history if row[2] == old_run] == held
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema) as saver:
@@ -122,15 +120,13 @@ def test_reject_refuses_the_new_run_while_the_holder_is_live(mode: str, pg_dsn: 
         (old_run,) = _runs(pg_dsn, schema, thread)
         assert code == 3, (out, err)
         assert out.startswith("ThreadBusyError: ") and f"thread {thread!r} is busy: run {old_run!r} holds it since" in out
-        assert old.stdin is not None
-        old.stdin.write("go on\n")
-        old.stdin.flush()
+        _go_on(old)
         code, out, err = _finish(old)
     finally:
         old.kill()
     assert (code, out.strip()) == (0, "done"), err
     history = _history(pg_dsn, schema, thread)
-    assert _forks(history) == 0 and {run for _, _, run in history} == {old_run}
+    assert forks(pg_dsn, schema, thread) == 0 and {run for _, _, run in history} == {old_run}
     with psycopg.connect(pg_dsn) as conn:
         query = sql.SQL("SELECT status FROM {}.run_log WHERE thread_id = %s").format(sql.Identifier(schema))
         statuses = conn.execute(query, (thread,)).fetchall()
@@ -148,9 +144,7 @@ def test_wait_runs_the_new_run_after_the_holder(mode: str, pg_dsn: str, schema: 
         assert new.stderr is not None
         waiting = new.stderr.readline()
         assert "waiting for run" in waiting and repr(thread) in waiting, waiting
-        assert old.stdin is not None
-        old.stdin.write("go on\n")
-        old.stdin.flush()
+        _go_on(old)
         code, out, err = _finish(old)
         assert (code, out.strip()) == (0, "done"), err
         code, out, err = _finish(new)
@@ -160,7 +154,7 @@ def test_wait_runs_the_new_run_after_the_holder(mode: str, pg_dsn: str, schema: 
         if new is not None:
             new.kill()
     history = _history(pg_dsn, schema, thread)
-    assert _forks(history) == 0
+    assert forks(pg_dsn, schema, thread) == 0
     old_run, new_run = _runs(pg_dsn, schema, thread)
     runs = [run for _, _, run in history]
     assert runs == [old_run] * runs.count(old_run) + [new_run] * runs.count(new_run)  # every new checkpoint after the old run's
@@ -178,10 +172,8 @@ def test_allow_keeps_the_old_behaviour_and_forks(pg_dsn: str, schema: str) -> No
         assert _said(old) == "holding"
         new = _start(pg_dsn, schema, thread, "allow", "new", hold=False, mode="sync")
         assert _finish(new)[:2] == (0, "done\n")
-        assert old.stdin is not None
-        old.stdin.write("go on\n")
-        old.stdin.flush()
+        _go_on(old)
         assert _finish(old)[:2] == (0, "done\n")
     finally:
         old.kill()
-    assert _forks(_history(pg_dsn, schema, thread)) == 1
+    assert forks(pg_dsn, schema, thread) == 1

@@ -25,7 +25,7 @@ from langgraph.types import Send
 from psycopg import sql
 from typing_extensions import TypedDict
 
-from fencing_worker import Marks, build
+from fencing_worker import Marks, build, forks
 
 from langgraph_pg_durable import ConfigError, DurablePostgresSaver, ThreadBusyError, ThreadTakenError, once
 
@@ -41,17 +41,6 @@ def _held_graph(saver: DurablePostgresSaver, name: str, reached: threading.Event
         assert go_on.wait(60)
 
     return build(saver, name, hold if reached is not None else None)
-
-
-def _forks(dsn: str, schema: str, thread: str) -> int:
-    with psycopg.connect(dsn) as conn:
-        query = sql.SQL(
-            "SELECT count(*) FROM (SELECT parent_checkpoint_id FROM {}.checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
-            "AND parent_checkpoint_id IS NOT NULL GROUP BY 1 HAVING count(*) > 1) f"
-        ).format(sql.Identifier(schema))
-        row = conn.execute(query, (thread,)).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 def _holder(dsn: str, schema: str, thread: str) -> tuple[str, str] | None:
@@ -93,7 +82,7 @@ def test_takeover_fences_the_old_run_in_process(pg_dsn: str, schema_name: str) -
     assert isinstance(raised, ThreadTakenError) and raised.thread_id == thread
     holder = _holder(pg_dsn, schema_name, thread)
     assert holder is not None and raised.holder_run_id == holder[0]
-    assert _forks(pg_dsn, schema_name, thread) == 0
+    assert forks(pg_dsn, schema_name, thread) == 0
 
 
 def test_reject_refuses_the_second_run_in_process(pg_dsn: str, schema_name: str) -> None:
@@ -108,7 +97,7 @@ def test_reject_refuses_the_second_run_in_process(pg_dsn: str, schema_name: str)
     assert raised is None
     holder = _holder(pg_dsn, schema_name, thread)
     assert holder is not None and refused[0].holder_run_id == holder[0] and refused[0].held_since is not None
-    assert _forks(pg_dsn, schema_name, thread) == 0
+    assert forks(pg_dsn, schema_name, thread) == 0
 
 
 def test_a_per_call_policy_overrides_the_savers(pg_dsn: str, schema_name: str) -> None:
@@ -120,7 +109,7 @@ def test_a_per_call_policy_overrides_the_savers(pg_dsn: str, schema_name: str) -
 
     raised, thread = _while_held(pg_dsn, schema_name, "reject", second_run)
     assert isinstance(raised, ThreadTakenError)
-    assert _forks(pg_dsn, schema_name, thread) == 0
+    assert forks(pg_dsn, schema_name, thread) == 0
 
 
 def test_an_update_state_from_another_process_takes_the_thread(pg_dsn: str, schema_name: str) -> None:
@@ -208,7 +197,7 @@ def test_wait_gives_up_after_its_bound_naming_the_holder(pg_dsn: str, schema_nam
             _held_graph(b, "b", None, None).invoke({"marks": ["b:input"]}, {"configurable": {"thread_id": thread}})
 
     raised, thread = _while_held(pg_dsn, schema_name, "wait", second_run)
-    assert raised is None and _forks(pg_dsn, schema_name, thread) == 0
+    assert raised is None and forks(pg_dsn, schema_name, thread) == 0
 
 
 def test_a_run_that_lost_its_thread_makes_no_new_side_effect(pg_dsn: str, schema_name: str) -> None:
@@ -275,4 +264,4 @@ def test_a_run_takes_the_thread_before_it_reads_it(pg_dsn: str, schema_name: str
         result = new.result(timeout=60)
     assert isinstance(refused, ThreadTakenError)
     assert result["marks"] == ["old:input", "new:input", "new:first", "new:second"]
-    assert _forks(pg_dsn, schema_name, thread) == 0
+    assert forks(pg_dsn, schema_name, thread) == 0

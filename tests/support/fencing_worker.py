@@ -3,6 +3,8 @@ a fencing policy (README, "Exactly once").
 
     python fencing_worker.py DSN SCHEMA THREAD_ID POLICY NAME [--hold] [--async]
 
+`forks()` counts the forks of a thread's history, for the tests and tools/citus_trials.py.
+
 The graph is `first` then `second`; each appends NAME's mark to the state. With --hold,
 `first` prints `holding` once its run holds the thread (the run's first checkpoint is
 committed) and reads a line from stdin before it returns: the parent decides when the run
@@ -21,12 +23,26 @@ import sys
 from collections.abc import Callable
 from typing import Annotated, Any
 
+import psycopg
 from langgraph.graph import END, START, StateGraph
+from psycopg import sql
 from typing_extensions import TypedDict
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver, ThreadHeldError
 
 REFUSED = 3
+
+
+def forks(dsn: str, schema: str, thread: str) -> int:
+    """How many of the thread's root checkpoints have more than one child (0: one line of history)."""
+    with psycopg.connect(dsn) as conn:
+        query = sql.SQL(
+            "SELECT count(*) FROM (SELECT parent_checkpoint_id FROM {}.checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
+            "AND parent_checkpoint_id IS NOT NULL GROUP BY 1 HAVING count(*) > 1) f"
+        ).format(sql.Identifier(schema))
+        row = conn.execute(query, (thread,)).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 class Marks(TypedDict, total=False):
