@@ -181,6 +181,12 @@ def test_a_bad_policy_is_named(pg_dsn: str, schema_name: str) -> None:
         with pytest.raises(ConfigError, match=r"config\['configurable'\]\['lgpd_fencing'\] must be one of .* got 'nobody'"):
             app.invoke({"marks": []}, config)
         assert saver.get_tuple({"configurable": {"thread_id": "bad"}}) is None
+        # A thread that holds a history keeps it whole when a call names a bad policy.
+        kept = {"configurable": {"thread_id": "kept"}}
+        before = app.invoke({"marks": ["first"]}, kept)["marks"]
+        with pytest.raises(ConfigError, match="lgpd_fencing"):
+            app.invoke({"marks": ["second"]}, {"configurable": {**kept["configurable"], "lgpd_fencing": 7}})
+        assert app.get_state(kept).values["marks"] == before == ["first", "a:first", "a:second"]
 
 
 def test_allow_takes_nothing(pg_dsn: str, schema_name: str) -> None:
