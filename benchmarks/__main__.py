@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-from . import concurrency, history, long_thread, per_step, report, round_trips
+from . import concurrency, decomposition, history, long_thread, per_step, report, round_trips
 from . import scale as scale_run  # `scale` names the run's sizes below
 from .env import bench_env
 
@@ -37,6 +37,9 @@ class Scale:
     scale_sizes: tuple[int, ...]  # list lengths, in ascending order
     scale_steps: int  # appends after the seeding put
     scale_reads: int  # cold get_tuples
+    scale_turns: int  # appends by an invoke each
+    cost_steps: int
+    cost_reps: int
 
 
 FULL = Scale(
@@ -69,6 +72,9 @@ FULL = Scale(
     scale_sizes=(1_000, 10_000, 100_000),
     scale_steps=20,
     scale_reads=5,
+    scale_turns=5,
+    cost_steps=200,
+    cost_reps=3,
 )
 QUICK = Scale(
     w1_steps=20,
@@ -100,6 +106,9 @@ QUICK = Scale(
     scale_sizes=(100, 1_000),
     scale_steps=5,
     scale_reads=2,
+    scale_turns=2,
+    cost_steps=20,
+    cost_reps=1,
 )
 
 
@@ -134,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     with bench_env() as bench:
         log(f"PostgreSQL {bench.server_version} ({bench.server.kind})")
         workloads = {
+            "cost": ("cost of a step, decomposed", lambda: decomposition.run(bench, scale.cost_steps, scale.cost_reps)),
             "w1": ("growing state", lambda: per_step.growing_state(bench, scale.w1_steps, scale.w1_reps)),
             "w1_random": (
                 "growing state, incompressible items",
@@ -144,7 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             "w4": ("concurrency", lambda: concurrency.run(bench, scale.w4_threads, scale.w4_steps, scale.w4_workers, scale.w4_reps)),
             "w5": ("round trips", lambda: round_trips.run(bench, scale.w5_steps)),
             "w6": ("long chat thread", lambda: long_thread.run(bench, scale.w6_steps, scale.w6_sample_every, scale.w6_reps)),
-            "scale": ("scale: long lists", lambda: scale_run.run(bench, scale.scale_sizes, scale.scale_steps, scale.scale_reads)),
+            "scale": (
+                "scale: long lists",
+                lambda: scale_run.run(bench, scale.scale_sizes, scale.scale_steps, scale.scale_reads, scale.scale_turns),
+            ),
         }
         for key, (name, run) in workloads.items():
             log(f"{key} {name}")

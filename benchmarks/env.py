@@ -219,10 +219,14 @@ class Bench:
                 obstore.delete(store, keys)
 
 
+# pg_stat_statements measures each saver's server time (benchmarks/decomposition.py).
+SERVER_SETTINGS = {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track_planning": "on"}
+
+
 @contextmanager
 def bench_env() -> Iterator[Bench]:
     """Start (or reuse, per $LANGGRAPH_PG_DURABLE_TEST_DSN) a server and an object store; set up both savers."""
-    server = start_pg_server()
+    server = start_pg_server(SERVER_SETTINGS)
     names = {k: f"lgpd_bench_{k}_{uuid.uuid4().hex[:8]}" for k in ("official", "ours")}
     created: list[str] = []
     s3: S3Server | None = None

@@ -12,10 +12,13 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
+from deepagents._messages_reducer import _messages_delta_reducer
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 
 WORDS = [
@@ -60,6 +63,16 @@ class DeltaGrowing(TypedDict):
 def growing(checkpointer: BaseCheckpointSaver, steps: int, item_bytes: int = 1024, content: str = "words") -> CompiledStateGraph:
     """A list channel (`operator.add`) that grows by one `item_bytes` item (see `item`) per step."""
     return _loop(Growing, _grow(item_bytes, content), lambda s: s["step"] < steps, checkpointer)
+
+
+def turn(checkpointer: BaseCheckpointSaver) -> CompiledStateGraph:
+    """One pass of a node over `Growing` and done: each `invoke` is a turn of its own (its
+    input appends to the list, as a user's message does), read from the saver first."""
+    graph = StateGraph(Growing)
+    graph.add_node("step", lambda s: {"step": s["step"] + 1})
+    graph.add_edge(START, "step")
+    graph.add_edge("step", END)
+    return graph.compile(checkpointer=checkpointer)
 
 
 def growing_delta(checkpointer: BaseCheckpointSaver, steps: int, item_bytes: int = 1024, content: str = "words") -> CompiledStateGraph:
@@ -127,6 +140,35 @@ def conversation(checkpointer: BaseCheckpointSaver) -> CompiledStateGraph:
         return update
 
     return _loop(Conversation, think, lambda s: s["hops"] < TURN_HOPS, checkpointer)
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    step: int
+
+
+class DeltaChat(TypedDict):
+    """`Chat` with the messages in a DeltaChannel, declared as deepagents declares its own."""
+
+    messages: Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer, snapshot_frequency=50)]
+    step: int
+
+
+CHAT_MESSAGE_CHARS = 300
+
+
+def chat(checkpointer: BaseCheckpointSaver, steps: int, delta: bool = False) -> CompiledStateGraph:
+    """An `add_messages` list that gains one ~300-character message a step, a user's and
+    the assistant's in turn, each with its id (as LangGraph gives one to every message);
+    `delta` declares the list in a DeltaChannel with deepagents' reducer."""
+
+    def say(state: Any) -> dict:
+        n = len(state["messages"])
+        text = item("words", n, CHAT_MESSAGE_CHARS)
+        message = AIMessage(content=text, id=f"m{n}") if n % 2 else HumanMessage(content=text, id=f"m{n}")
+        return {"messages": [message], "step": state["step"] + 1}
+
+    return _loop(DeltaChat if delta else Chat, say, lambda s: s["step"] < steps, checkpointer)
 
 
 def stream_step_times(app: CompiledStateGraph, inputs: dict | None, config: dict) -> tuple[list[float], float]:

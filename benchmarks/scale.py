@@ -3,7 +3,9 @@
 Each case (a saver, a list length N) runs in a spawned process of its own, so the peak
 memory it reports is that case's alone: one graph input seeds the list with N items of
 ~200 bytes (words and base64 of random bytes in turn), K super-steps append one item each
-with `durability="sync"`, then new saver instances read the thread cold.
+with `durability="sync"`, then T more appends each come as an `invoke` of its own (a
+turn: the saver reads the thread, then stores the input and the step), then new saver
+instances read the thread cold.
 """
 
 from __future__ import annotations
@@ -30,14 +32,14 @@ KINDS = ("official", "ours")
 T = TypeVar("T")
 
 
-def run(bench: Bench, sizes: Sequence[int], steps: int, reads: int) -> dict[str, Any]:
+def run(bench: Bench, sizes: Sequence[int], steps: int, reads: int, turns: int) -> dict[str, Any]:
     """Every case once, the savers' order rotating from one list length to the next, and
     LangGraph's own time per append at each length (`alone`: a saver that keeps nothing)."""
-    out: dict[str, Any] = {"sizes": list(sizes), "steps": steps, **{kind: [] for kind in KINDS}, "alone": []}
+    out: dict[str, Any] = {"sizes": list(sizes), "steps": steps, "turns": turns, **{kind: [] for kind in KINDS}, "alone": []}
     for i, items in enumerate(sizes):
         for kind in rotation(KINDS, i):
             bench.truncate(kind)
-            out[kind].append(_in_own_process(case, bench.spec(kind), items, steps, reads))
+            out[kind].append(_in_own_process(case, bench.spec(kind), items, steps, reads, turns))
         out["alone"].append(_in_own_process(langgraph_alone, items, steps))
     return out
 
@@ -77,8 +79,9 @@ def _in_own_process(fn: Callable[..., T], *args: Any) -> T:
         return pool.submit(fn, *args).result()
 
 
-def case(spec: SaverSpec, items: int, steps: int, reads: int) -> dict[str, Any]:
-    """One saver at one list length: the seeding put, `steps` appends, `reads` cold get_tuples."""
+def case(spec: SaverSpec, items: int, steps: int, reads: int, turns: int) -> dict[str, Any]:
+    """One saver at one list length: the seeding put, `steps` appends, `turns` appends by an
+    invoke each, `reads` cold get_tuples."""
     began = time.perf_counter()
     imported = _peak_rss_bytes()
     config = {"configurable": {"thread_id": f"scale-{spec.kind}-{items}"}, "recursion_limit": steps + 10}
@@ -90,13 +93,21 @@ def case(spec: SaverSpec, items: int, steps: int, reads: int) -> dict[str, Any]:
         app.invoke(seed, config, interrupt_before=["step"], durability="sync")
         first_put = time.perf_counter() - start
         append_seconds, _ = graphs.stream_step_times(app, None, config)
+        turn = graphs.turn(make())
+        turn_seconds = []
+        for n in range(turns):
+            start = time.perf_counter()
+            turn.invoke({"items": [graphs.item(CONTENT, items + steps + n, ITEM_BYTES)]}, config, durability="sync")
+            turn_seconds.append(time.perf_counter() - start)
     if len(append_seconds) != steps:
         raise AssertionError(f"scale on {spec.kind}, {items} items: {len(append_seconds)} appends, want {steps}")
-    cold = [_cold_get_tuple(spec, config, items + steps) for _ in range(reads)]
+    cold = [_cold_get_tuple(spec, config, items + steps + turns) for _ in range(reads)]
     return {
         "items": items,
         "append_ms": summary(append_seconds, 1e3),
         "append_seconds": append_seconds,
+        "turn_ms": summary(turn_seconds, 1e3),
+        "turn_seconds": turn_seconds,
         "first_put_seconds": first_put,
         "cold_get_tuple_ms": summary(cold, 1e3),
         "cold_get_tuple_seconds": cold,

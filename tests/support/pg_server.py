@@ -86,8 +86,12 @@ class PgServer:
         return with_dbname(self.dsn, name)
 
 
-def start_pg_server() -> PgServer:
-    """Return a server from the first source that works, or raise NoPostgresServer."""
+def start_pg_server(settings: dict[str, str] | None = None) -> PgServer:
+    """Return a server from the first source that works, or raise NoPostgresServer.
+
+    `settings` go into the postgresql.conf of a server this starts from the system's
+    binaries (the benchmark preloads pg_stat_statements); the other sources ignore them.
+    """
     dsn = os.environ.get(ENV_VAR, "").strip()
     if dsn:
         try:
@@ -97,7 +101,7 @@ def start_pg_server() -> PgServer:
         return PgServer(dsn, "env")
 
     failures: list[str] = []
-    sources = (("system", _start_system), ("embedded", _start_embedded), ("docker", _start_docker))
+    sources = (("system", lambda: _start_system(settings or {})), ("embedded", _start_embedded), ("docker", _start_docker))
     for kind, start in sources:
         try:
             return start()
@@ -146,7 +150,7 @@ def with_dbname(dsn: str, dbname: str) -> str:
 # --- system binaries -------------------------------------------------------------
 
 
-def _start_system() -> PgServer:
+def _start_system(settings: dict[str, str]) -> PgServer:
     """initdb + pg_ctl from the system install, as a non-root user when we are root."""
     bindir = _system_bindir()
     if bindir is None:
@@ -159,7 +163,7 @@ def _start_system() -> PgServer:
         data, log = base / "data", base / "postgres.log"
         run = _runner(bindir, None if user is None else user.pw_name)
         run("initdb", "-D", data, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-sync")
-        port = _start_on_free_port(run, data, log, base)
+        port = _start_on_free_port(run, data, log, base, settings)
     except BaseException:
         shutil.rmtree(base, ignore_errors=True)
         raise
@@ -179,7 +183,7 @@ def _start_system() -> PgServer:
     return server
 
 
-def _start_on_free_port(run: Callable[..., str], data: Path, log: Path, socket_dir: Path) -> int:
+def _start_on_free_port(run: Callable[..., str], data: Path, log: Path, socket_dir: Path, settings: dict[str, str]) -> int:
     """Start the server on a free port; retry if another process takes the port first."""
     conf = data / "postgresql.conf"
     base_conf = conf.read_text()
@@ -196,6 +200,7 @@ def _start_on_free_port(run: Callable[..., str], data: Path, log: Path, socket_d
             + f"listen_addresses = '127.0.0.1'\nport = {port}\n"
             + f"unix_socket_directories = '{socket_dir}'\n"
             + "fsync = off\nmax_connections = 200\n"
+            + "".join(f"{name} = '{value}'\n" for name, value in settings.items())
         )
         seen = log.stat().st_size if log.exists() else 0
         try:

@@ -1,0 +1,161 @@
+"""The cost of a durable step, taken apart: client CPU, server time, WAL and table bytes.
+
+Three workloads (a list that grows 1 KB of words a step, one that grows 1 KB of base64
+random bytes, an `add_messages` chat of one ~300-character message a step), each with
+its list declared plainly and in LangGraph's `DeltaChannel` (deepagents' reducer for the
+chat), on InMemorySaver, the official saver and ours (action log on). Per step:
+
+- client CPU: `time.process_time` over the run (every thread of the process, the pool's
+  too), less InMemorySaver's on the same graph: what the saver adds to the client;
+- server time: `pg_stat_statements` execution and planning time of the saver's database;
+- WAL: `pg_current_wal_lsn()` before and after (the server does nothing else meanwhile);
+- table bytes: `pg_total_relation_size` of every table of the saver, after the run.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+
+from . import graphs
+from .env import Bench
+from .stats import alternate, percentile
+
+SAVERS = ("memory", "official", "ours")
+STYLES = ("plain", "delta")  # the list declared with its reducer, or in a DeltaChannel
+WARMUP_STEPS = 8  # past psycopg's prepare threshold (5)
+
+
+@dataclass(frozen=True)
+class Workload:
+    title: str
+    build: Callable[[BaseCheckpointSaver, int, bool], CompiledStateGraph]
+    inputs: dict
+
+
+def _growing(content: str) -> Callable[[BaseCheckpointSaver, int, bool], CompiledStateGraph]:
+    def build(saver: BaseCheckpointSaver, steps: int, delta: bool) -> CompiledStateGraph:
+        return (graphs.growing_delta if delta else graphs.growing)(saver, steps, content=content)
+
+    return build
+
+
+WORKLOADS = {
+    "words": Workload("list grows 1 KB of words", _growing("words"), {"items": [], "step": 0}),
+    "random": Workload("list grows 1 KB of base64 random bytes", _growing("random"), {"items": [], "step": 0}),
+    "chat": Workload("`add_messages` chat, one ~300-character message a step", graphs.chat, {"messages": [], "step": 0}),
+}
+
+
+class ServerMeter:
+    """What a saver's statements cost the server: pg_stat_statements' time for its
+    database, and the WAL the cluster wrote, between `start` and `stop`."""
+
+    def __init__(self, admin_dsn: str) -> None:
+        self.conn = psycopg.connect(admin_dsn, autocommit=True)
+        try:
+            self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            self.conn.execute("SELECT count(*) FROM pg_stat_statements")
+            self.statements = True
+        except psycopg.Error:  # a server without the library preloaded: no server time
+            self.statements = False
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _dbid(self, dsn: str) -> int:
+        name = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+        row = self.conn.execute("SELECT oid FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        assert row is not None, name
+        return int(row[0])
+
+    def start(self, dsn: str | None) -> tuple[int | None, str]:
+        dbid = self._dbid(dsn) if dsn else None
+        if dbid is not None and self.statements:
+            self.conn.execute("SELECT pg_stat_statements_reset(0, %s, 0)", (dbid,))
+        lsn = self.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        assert lsn is not None
+        return dbid, lsn[0]
+
+    def stop(self, started: tuple[int | None, str]) -> tuple[float | None, int]:
+        dbid, lsn = started
+        wal = self.conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)::int8", (lsn,)).fetchone()
+        assert wal is not None
+        seconds = None
+        if dbid is not None and self.statements:
+            row = self.conn.execute(
+                "SELECT coalesce(sum(total_exec_time + total_plan_time), 0) FROM pg_stat_statements WHERE dbid = %s", (dbid,)
+            ).fetchone()
+            assert row is not None
+            seconds = float(row[0]) / 1e3
+        return seconds, int(wal[0])
+
+
+def run(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
+    """Every workload in both styles on every saver, `reps` alternating rounds; medians."""
+    meter = ServerMeter(bench.server.dsn)
+    try:
+        with ExitStack() as stack:
+            savers = {kind: stack.enter_context(bench.saver(kind)) for kind in SAVERS}
+            variants = [(kind, style) for kind in SAVERS for style in STYLES]
+            out: dict[str, Any] = {"steps": steps, "reps": reps, "server_time": meter.statements, "workloads": {}}
+            for name, workload in WORKLOADS.items():
+
+                def one(variant: tuple[str, str], rep: int, workload: Workload = workload, n: int = steps) -> dict[str, Any]:
+                    kind, style = variant
+                    return _one(bench, meter, savers[kind](), kind, workload, style == "delta", n)
+
+                for variant in variants:
+                    one(variant, -1, n=WARMUP_STEPS)
+                runs = alternate(variants, reps, one)
+                out["workloads"][name] = {"title": workload.title, "cells": _cells(runs, steps)}
+            return out
+    finally:
+        meter.close()
+
+
+def _one(bench: Bench, meter: ServerMeter, saver: BaseCheckpointSaver, kind: str, workload: Workload, delta: bool, steps: int) -> dict:
+    bench.truncate(kind)
+    app = workload.build(saver, steps, delta)
+    config = {"configurable": {"thread_id": f"cost-{kind}-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
+    dsn = bench.dsn.get(kind)
+    started = meter.start(dsn)
+    cpu = time.process_time()
+    app.invoke(workload.inputs, config, durability="sync")
+    cpu = time.process_time() - cpu
+    server, wal = meter.stop(started)
+    final = app.get_state(config).values["step"]
+    if final != steps:
+        raise AssertionError(f"cost on {kind}: {final} steps, want {steps}")
+    return {"cpu_seconds": cpu, "server_seconds": server, "wal_bytes": wal if dsn else None, "db_bytes": bench.db_bytes(kind)}
+
+
+def _cells(runs: dict[tuple[str, str], list[dict]], steps: int) -> dict[str, dict[str, Any]]:
+    """Per saver and style (`official_delta`, ...): medians per step, CPU above InMemorySaver's."""
+
+    def median(kind: str, style: str, key: str) -> float | None:
+        values = [run[key] for run in runs[(kind, style)] if run[key] is not None]
+        return percentile(values, 50) if values else None
+
+    cells = {}
+    for kind in ("official", "ours"):
+        for style in STYLES:
+            cpu, base = median(kind, style, "cpu_seconds"), median("memory", style, "cpu_seconds")
+            server, wal = median(kind, style, "server_seconds"), median(kind, style, "wal_bytes")
+            assert cpu is not None and base is not None and wal is not None
+            cells[kind if style == "plain" else f"{kind}_delta"] = {
+                "client_cpu_ms": (cpu - base) / steps * 1e3,
+                "server_ms": None if server is None else server / steps * 1e3,
+                "wal_bytes": wal / steps,
+                "table_bytes": median(kind, style, "db_bytes"),
+                "memory_cpu_ms": base / steps * 1e3,
+            }
+    return cells
