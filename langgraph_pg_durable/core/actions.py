@@ -4,7 +4,10 @@
 its subgraph path), the action type, and a JSON payload. Messages take the OpenAI chat
 shape (langchain-core's converter), other values their natural JSON form; what has none
 (bytes, an offloaded value, an arbitrary object) becomes a marker object naming its kind
-and size, never a silent truncation. Pure: values in, JSON text out.
+and size, never a silent truncation. A state write whose JSON passes `STATE_VALUE_BYTES`
+is shown by its size and its first characters (a marker too): the log says what a node
+did, the write itself holds the value, and a copy of every large value in the log would
+double what a step stores. Pure: values in, JSON text out.
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _ERROR_REPR = re.compile(r"([A-Za-z_][\w.]*)\((.*)\)", re.S)
 _MAX_DEPTH = 64
 _MAX_TRACEBACK_CHARS = 16 << 10
+# A state write (not a message, error or interrupt) whose JSON is longer is shown by its size
+# and its first STATE_HEAD_CHARS characters: {"$lgpd": "value", "size": n, "head": "..."}.
+STATE_VALUE_BYTES = 512
+STATE_HEAD_CHARS = 160
 
 
 @dataclass(frozen=True)
@@ -207,7 +214,7 @@ def describe(
                 else:
                     rewritten.append(message_json(message))
         else:
-            _put(state, repeated, channel, readable(value))
+            _put(state, repeated, channel, _state_value(value))
     if task_id == NULL_TASK_ID or task_path.startswith(_UPDATE) or (task_path == _PULL + _START and not checkpoint_ns):
         action_type = "human"  # the caller's input, its Command, a resume value, or an update_state edit
     elif task_path == _PULL + _START:
@@ -279,6 +286,17 @@ def _put(state: dict[str, Any], repeated: list[str], channel: str, value: Any) -
     else:
         state[channel] = [state[channel], value]
         repeated.append(channel)
+
+
+def _state_value(value: Any) -> Any:
+    """A state write as JSON, or past STATE_VALUE_BYTES its size and head (see the module)."""
+    shown = readable(value)
+    if isinstance(shown, (dict, list, str)):
+        text = dump_json(shown)
+        size = len(text.encode())
+        if size > STATE_VALUE_BYTES:
+            return {MARKER: "value", "size": size, "head": text[:STATE_HEAD_CHARS]}
+    return shown
 
 
 def as_messages(channel: str, value: Any) -> list[Any] | None:

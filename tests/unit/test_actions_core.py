@@ -12,7 +12,18 @@ from types import SimpleNamespace
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.types import Interrupt, Send
 
-from langgraph_pg_durable.core.actions import KNOWN, MARKER, NULL_TASK_ID, SendToName, agent_name, describe, readable, send_index
+from langgraph_pg_durable.core.actions import (
+    KNOWN,
+    MARKER,
+    NULL_TASK_ID,
+    STATE_HEAD_CHARS,
+    STATE_VALUE_BYTES,
+    SendToName,
+    agent_name,
+    describe,
+    readable,
+    send_index,
+)
 from langgraph_pg_durable.core.runs import has_next_tasks, invocation_of, new_run_id
 from langgraph_pg_durable.memory import CheckpointNotes, MessageMemory, RunRegistry
 
@@ -119,6 +130,23 @@ def test_values_without_a_json_form_are_markers_never_cut_silently() -> None:
     for _ in range(100):
         nested = [nested]
     assert MARKER in json.dumps(readable(nested))
+
+
+def test_a_large_state_write_is_shown_by_its_size_and_head_while_messages_stay_whole() -> None:
+    long_item = "words " * 200  # 1,200 characters: W1's item, a file's text, a long note
+    todos = [{"content": f"step {i}", "status": "pending"} for i in range(5)]  # small: kept as it is
+    reply = AIMessage("z" * 5_000, id="m1")
+    _, out = payload([("items", [long_item]), ("todos", todos), ("messages", [reply]), ("flag", True)])
+    shown = out["state"]["items"]
+    text = json.dumps([long_item], separators=(",", ":"))
+    assert shown == {MARKER: "value", "size": len(text), "head": text[:STATE_HEAD_CHARS]}
+    assert out["state"]["todos"] == todos and out["state"]["flag"] is True
+    assert out["messages"][0]["content"] == "z" * 5_000  # a model's reply is what the log is read for
+    # The bound is on the bytes of the JSON: 300 three-byte characters pass it in 300 characters.
+    _, out = payload([("note", "€" * 300)])
+    assert out["state"]["note"][MARKER] == "value" and out["state"]["note"]["size"] == 902
+    _, out = payload([("note", "x" * (STATE_VALUE_BYTES - 2))])
+    assert out["state"]["note"] == "x" * (STATE_VALUE_BYTES - 2)  # its JSON is exactly the bound
 
 
 def test_a_tool_nodes_send_names_the_state_it_hands_the_tool_and_does_not_copy_it() -> None:
