@@ -321,10 +321,12 @@ class PayloadCache:
 
 class RunRegistry:
     """The run id of each recent graph invocation, by the object that stands for it
-    (`core.runs.invocation_of`), with its fencing token (core/fencing.py) and the threads
-    it took. The object is held, so its id is not reused while its entry lives; the oldest
-    entries go past `max_runs` (an invocation idle that long and then resumed in the same
-    call would start a new run id, and take its thread again)."""
+    (`core.runs.invocation_of`), with its fencing token (core/fencing.py), the threads
+    it took, and its run_log row on each thread as this saver last wrote it (`RunRow`: a
+    write that would change nothing in it leaves the row out). The object is held, so its
+    id is not reused while its entry lives; the oldest entries go past `max_runs` (an
+    invocation idle that long and then resumed in the same call would start a new run id,
+    take its thread again, and write its row again)."""
 
     def __init__(self, max_runs: int = 16384) -> None:
         self._runs: OrderedDict[int, _Run] = OrderedDict()
@@ -337,7 +339,7 @@ class RunRegistry:
         if entry is not None and entry.invocation is invocation:
             self._runs.move_to_end(key)
             return entry
-        entry = _Run(invocation, new(), new_writer(), set())
+        entry = _Run(invocation, new(), new_writer(), set(), {})
         self._runs[key] = entry
         while len(self._runs) > self._max_runs:
             self._runs.popitem(last=False)
@@ -362,12 +364,36 @@ class RunRegistry:
             if entry is not None and entry.invocation is invocation:
                 entry.taken.add(thread_id)
 
+    def row(self, invocation: object, thread_id: str) -> RunRow | None:
+        """The invocation's run_log row on `thread_id` as this saver last wrote it (None: not yet)."""
+        with self._lock:
+            entry = self._runs.get(id(invocation))
+            return entry.rows.get(thread_id) if entry is not None and entry.invocation is invocation else None
+
+    def wrote_row(self, invocation: object, thread_id: str, *, status: str | None = None, agent: str | None = None) -> None:
+        """A write of the invocation's run_log row on `thread_id` committed: it holds
+        `status` (None: whatever it held) and `agent` among its agents."""
+        with self._lock:
+            entry = self._runs.get(id(invocation))
+            if entry is None or entry.invocation is not invocation:
+                return
+            known = entry.rows.get(thread_id, RunRow(None, frozenset()))
+            entry.rows[thread_id] = RunRow(status or known.status, known.agents | {agent} if agent is not None else known.agents)
+
+
+class RunRow(NamedTuple):
+    """What a run's row in run_log holds, as far as this saver wrote it."""
+
+    status: str | None  # None: the row is there, its status not known here
+    agents: frozenset[str]
+
 
 class _Run(NamedTuple):
     invocation: object
     run_id: str
     writer: str
     taken: set[str]
+    rows: dict[str, RunRow]  # by thread_id
 
 
 class CheckpointNotes:

@@ -459,6 +459,11 @@ class SaverCore(BaseCheckpointSaver[str]):
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
         groups = built.item_groups
 
+        root = params["run_step"] is not None
+        # The run's row is left out when this saver wrote it with the status this put sets (a
+        # root checkpoint's) already: its last step and time are its newest checkpoint's.
+        log_run = self.action_log and log_run and self._run_row_changes(config, thread_id, params["run_status"] if root else None)
+
         def stored(fetched: Sequence[Any]) -> RunnableConfig | None:
             if not fetched:
                 if not used_offers:  # else the items may only be in flight: keep the memory
@@ -467,11 +472,28 @@ class SaverCore(BaseCheckpointSaver[str]):
             self._remember_lists(thread_id, ns, states)
             self.memory.holds(thread_id, ns, checkpoint_id, checkpoint["channel_versions"])
             self.items.add_groups(thread_id, ns, groups)
+            if log_run:
+                self._wrote_run_row(config, thread_id, status=params["run_status"] if root else None)
             return next_config
 
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
         writes, decode = self._write_path(stored)
-        return Query(where, writes.put[(plain, self.action_log and log_run)], params, decode, uploads, locks=self._locks([thread_id]))
+        return Query(where, writes.put[(plain, log_run)], params, decode, uploads, locks=self._locks([thread_id]))
+
+    def _run_row_changes(self, config: RunnableConfig, thread_id: str, status: str | None, agent: str | None = None) -> bool:
+        """Whether a write would change the run's row in run_log on `thread_id` as this saver
+        last wrote it: a row it has not written, another `status`, an agent not among its
+        agents. A call outside an invocation (an import) always writes it."""
+        invocation = invocation_of(config)
+        row = self.runs.row(invocation, thread_id) if invocation is not None else None
+        if row is None:
+            return True
+        return (status is not None and status != row.status) or (agent is not None and agent not in row.agents)
+
+    def _wrote_run_row(self, config: RunnableConfig, thread_id: str, *, status: str | None = None, agent: str | None = None) -> None:
+        invocation = invocation_of(config)
+        if invocation is not None:
+            self.runs.wrote_row(invocation, thread_id, status=status, agent=agent)
 
     def _write_path(self, decode: Callable[[Sequence[Any]], T]) -> tuple[Statements | RoutedWrites, Callable[[Sequence[Any]], T]]:
         """The write statements and `decode`, or, with routed writes, the calls of the write
@@ -518,8 +540,19 @@ class SaverCore(BaseCheckpointSaver[str]):
         for channel, offered in built.offers:
             self.memory.offer(thread_id, ns, checkpoint_id, channel, offered)
 
+        # The run's row is left out when the task sets no status and this saver wrote the row
+        # with its agent already (see sql.writes._task_log).
+        log = self.action_log
+        run = (
+            log
+            and params["run_id"] is not None
+            and (params["run_status"] is not None or self._run_row_changes(config, thread_id, None, params["agent"]))
+        )
+
         def stored(fetched: Sequence[Any]) -> bool:
             self.items.add_groups(thread_id, ns, groups)
+            if fetched and run:  # a status it set may not stand (a later step's wins): a root put sends its own
+                self._wrote_run_row(config, thread_id, status=params["run_status"], agent=params["agent"])
             return bool(fetched)
 
         yield from self._routing_plan(where)
@@ -527,15 +560,15 @@ class SaverCore(BaseCheckpointSaver[str]):
         fence = self._fence_for(config, thread_id, params.get("run_id"))
         wrote = False
         if built.packed is not None:
-            sql = s.put_packed_writes[(built.has_items, self.action_log)]
+            sql = s.put_packed_writes[(built.has_items, log, run)]
             wrote = yield self._fenced_query(Query(where, sql, built.packed, decode, built.uploads, locks=self._locks([thread_id])), fence)
             if wrote:
                 self._took(config, thread_id, fence)
         if not wrote:
             if built.has_items:
-                sql = s.put_writes_items[self.action_log]
+                sql = s.put_writes_items[(log, run)]
             else:
-                sql = s.put_writes[(built.replace, bool(built.uploads), self.action_log)]
+                sql = s.put_writes[(built.replace, bool(built.uploads), log, run)]
             query = self._fenced_query(Query(where, sql, params, decode, built.uploads, locks=self._locks([thread_id])), fence)
             wrote = yield from self._fenced(query, config, fence, lambda wrote: not wrote)
             seen = params["check_checkpoint"]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .logs import last_write
+
 
 def fence_lost(q: str) -> str:
     """A condition, true when the write carries a token (`fence`) that is no longer the
@@ -35,14 +37,18 @@ def take_over(q: str) -> str:
     return _TAKE.format(q=q, guard="")
 
 
+def _last_write(q: str) -> str:
+    """When the run of `run_log r` on the thread last wrote (see sql.logs.last_write)."""
+    return last_write(q, lambda alias: f"{alias}.thread_id = %(thread_id)s")
+
+
 def _live_holder(q: str) -> str:
     """The thread's holder when it is another run that is live: its row in run_log says
-    `running` and it wrote within `window` (a run's row moves at each root checkpoint). The
-    same run id under another token is the same run started again (a retry after a crash):
-    not a rival."""
+    `running` and it wrote within `window`. The same run id under another token is the
+    same run started again (a retry after a crash): not a rival."""
     return f"""SELECT 1 FROM {q}.thread_holders o JOIN {q}.run_log r ON r.thread_id = o.thread_id AND r.run_id = o.run_id
     WHERE o.thread_id = %(thread_id)s AND r.thread_id = %(thread_id)s AND o.run_id <> %(holder_run)s
-      AND r.status = 'running' AND r.ended_at > now() - %(window)s::interval"""
+      AND r.status = 'running' AND {_last_write(q)} > now() - %(window)s::interval"""
 
 
 def take_if_free(q: str) -> str:
@@ -58,15 +64,15 @@ class Holder(NamedTuple):
     writer: str
     taken_at: object  # datetime
     status: str | None  # of the run's row in run_log (None: none)
-    last_write: object | None  # datetime: the run's row's ended_at
+    last_write: object | None  # datetime: when the run last wrote (see _last_write)
     live: bool
 
 
 def holder(q: str) -> str:
     """The thread's holder (no row: none), a `Holder` row, with its run's status and whether
     it is live as `take_if_free` judges it. Sent only after a write or take stored nothing."""
-    return f"""SELECT h.run_id, h.writer, h.taken_at, r.status, r.ended_at,
-       coalesce(r.status = 'running' AND r.ended_at > now() - %(window)s::interval, false)
+    return f"""SELECT h.run_id, h.writer, h.taken_at, r.status, {_last_write(q)},
+       coalesce(r.status = 'running' AND {_last_write(q)} > now() - %(window)s::interval, false)
 FROM {q}.thread_holders h
 LEFT JOIN {q}.run_log r ON r.thread_id = h.thread_id AND r.run_id = h.run_id AND r.thread_id = %(thread_id)s
 WHERE h.thread_id = %(thread_id)s"""

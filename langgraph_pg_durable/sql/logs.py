@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 from .columns import Columns
 
 
@@ -41,23 +44,54 @@ def run_tokens(q: str, *, one_thread: bool) -> str:
     once though a subgraph node returns its sub-agent's replies again (NULL: none
     reported). Guarded by type: a payload read back is not trusted to have our shape.
     `one_thread`: the page's thread is `%(thread_id)s`, which the subquery names too."""
-    thread = "%(thread_id)s" if one_thread else "r.thread_id"
     return f"""(SELECT sum((u.m->'usage_metadata'->>'total_tokens')::numeric) FROM (
         SELECT DISTINCT ON (coalesce(s.m->>'id', md5(s.m::text))) s.m FROM (
             SELECT jsonb_path_query(a.payload, '$.messages[*] ? (@.usage_metadata.total_tokens.type() == "number")') AS m
             FROM {q}.action_log a
-            WHERE a.thread_id = {thread} AND a.run_id = r.run_id) s) u)"""
+            WHERE {_on_thread("a", one_thread=one_thread)} AND a.run_id = r.run_id) s) u)"""
+
+
+def _on_thread(alias: str, *, one_thread: bool) -> str:
+    """A subquery of a runs page anchored on its run's thread, and on the page's thread
+    too when there is one: on Citus a subquery anchored on the row alone sends a page of one
+    thread to every shard, and one anchored on the parameter alone beside one anchored on
+    the row is refused ("complex joins")."""
+    anchor = f"{alias}.thread_id = r.thread_id"
+    return f"{anchor} AND {alias}.thread_id = %(thread_id)s" if one_thread else anchor
+
+
+def last_root_step(q: str, on_thread: Callable[[str], str]) -> str:
+    """The step of the newest root checkpoint of the run of `run_log r` (NULL: none);
+    `on_thread(alias)` anchors the subquery on the thread (see _on_thread)."""
+    return f"""(SELECT max(s.step) FROM {q}.checkpoints s
+        WHERE {on_thread("s")} AND s.run_id = r.run_id AND s.checkpoint_ns = '')"""
+
+
+def last_write(q: str, on_thread: Callable[[str], str]) -> str:
+    """When the run of `run_log r` last wrote: its newest root checkpoint's time, or its
+    row's own when a later write set it (an error, an interrupt, a new agent). The row is
+    written when it changes, not at every checkpoint (migration 0013, whose `runs` view
+    reads the same)."""
+    return f"""greatest(r.ended_at, (SELECT max(c.created_at) FROM {q}.checkpoints c
+        WHERE {on_thread("c")} AND c.run_id = r.run_id AND c.checkpoint_ns = ''
+          AND c.step = {last_root_step(q, on_thread)}))"""
 
 
 def runs_page(q: str, where: str, *, one_thread: bool = False) -> str:
     """One page of `list_runs()` under `where` (built by core.logs from fixed fragments),
-    newest first; `one_thread`: `where` names the thread."""
-    columns = ", ".join(f"r.{name}" for name in RunColumn.names() if name not in ("tokens", "holds_thread"))
-    thread = "%(thread_id)s" if one_thread else "r.thread_id"
-    holds = f"EXISTS (SELECT 1 FROM {q}.thread_holders h WHERE h.thread_id = {thread} AND h.run_id = r.run_id)"
+    newest first; `one_thread`: `where` names the thread. The `runs` view's columns, each
+    subquery anchored on the page's thread too: on Citus a page of one thread then goes
+    to the one shard that holds it (the view's, anchored on the row alone, go to all)."""
+    on_thread = functools.partial(_on_thread, one_thread=one_thread)
+    derived = {
+        "ended_at": f"{last_write(q, on_thread)} AS ended_at",
+        "steps": f"coalesce(greatest(r.last_step, {last_root_step(q, on_thread)}) - r.first_step + 1, 0) AS steps",
+    }
+    columns = ", ".join(derived.get(name, f"r.{name}") for name in RunColumn.names() if name not in ("tokens", "holds_thread"))
+    holds = f"EXISTS (SELECT 1 FROM {q}.thread_holders h WHERE {on_thread('h')} AND h.run_id = r.run_id)"
     return f"""
 SELECT {columns}, {run_tokens(q, one_thread=one_thread)}::bigint AS tokens, {holds} AS holds_thread
-FROM {q}.runs r WHERE {where}
+FROM {q}.run_log r WHERE {where}
 ORDER BY r.started_at DESC, r.thread_id DESC, r.run_id DESC
 LIMIT %(page)s"""
 

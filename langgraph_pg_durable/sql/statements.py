@@ -21,6 +21,7 @@ def compact(sql: str) -> str:
 
 
 BOTH = (False, True)
+LOG_AND_RUN = ((False, False), (True, False), (True, True))  # a run's row is written only with the action log
 
 
 class RoutedWrites:
@@ -28,9 +29,11 @@ class RoutedWrites:
 
     def __init__(self, q: str, s: Statements) -> None:
         self.put = {key: routed.put(q, sql, log=key[1]) for key, sql in s.put.items()}
+        # A write function always keeps the run's row with the action row: `run` (a key's last
+        # part) only leaves it out of the plain statements.
         self.put_writes = {key: routed.put_writes(q, sql, kind="rows", replace=key[0], log=key[2]) for key, sql in s.put_writes.items()}
         self.put_writes_items = {
-            log: routed.put_writes(q, sql, kind="items", replace=False, log=log) for log, sql in s.put_writes_items.items()
+            key: routed.put_writes(q, sql, kind="items", replace=False, log=key[0]) for key, sql in s.put_writes_items.items()
         }
         self.put_packed_writes = {
             key: routed.put_writes(q, sql, kind="packed", replace=False, log=key[1]) for key, sql in s.put_packed_writes.items()
@@ -49,7 +52,8 @@ class Statements:
         self.schema = schema
         q = self.q = quote_schema(schema)  # refuses a bad name before any I/O
         self.lock_threads = writes.lock_threads()
-        # Each write comes with the action log (`log`: the task's action row, the run's row) and without.
+        # Each write comes with the action log (`log`: the task's action row, the run's row) and without;
+        # put_writes with the action log, with its run's row (`run`) and without (see writes._task_log).
         # put: with neither a list in the delta layout nor an offloaded value (`plain`), or with.
         self.put = {
             (plain, log): compact(writes.put_plain(q, log=log) if plain else writes.put(q, log=log)) for plain in BOTH for log in BOTH
@@ -58,14 +62,16 @@ class Statements:
         self.name_sends = compact(writes.name_sends(q))
         self.log_unsaved_run = compact(writes.log_unsaved_run(q))
         self.put_writes = {
-            (replace, offloaded, log): compact(writes.put_writes(q, replace=replace, offloaded=offloaded, log=log))
+            (replace, offloaded, log, run): compact(writes.put_writes(q, replace=replace, offloaded=offloaded, log=log, run=run))
             for replace in BOTH
             for offloaded in BOTH
-            for log in BOTH
+            for log, run in LOG_AND_RUN
         }
-        self.put_writes_items = {log: compact(writes.put_writes_items(q, log=log)) for log in BOTH}
+        self.put_writes_items = {(log, run): compact(writes.put_writes_items(q, log=log, run=run)) for log, run in LOG_AND_RUN}
         self.put_packed_writes = {
-            (items, log): compact(writes.put_packed_writes(q, items=items, log=log)) for items in BOTH for log in BOTH
+            (items, log, run): compact(writes.put_packed_writes(q, items=items, log=log, run=run))
+            for items in BOTH
+            for log, run in LOG_AND_RUN
         }
         # The same writes as calls of the schema's write functions, for distributed tables (routed.py).
         self.routed = RoutedWrites(q, self)

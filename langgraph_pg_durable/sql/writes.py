@@ -107,7 +107,7 @@ def _checkpoint_run(q: str) -> str:
 ), {_earlier_runs(q)}"""
 
 
-def _task_log(q: str) -> str:
+def _task_log(q: str, *, run: bool = True) -> str:
     """CTEs storing a task's action row, and its run's row in run_log (none when the
     checkpoint is `gone`: the statement's first CTE).
 
@@ -117,7 +117,25 @@ def _task_log(q: str) -> str:
     first writes are. The run's row learns the agent, and a root task's error or
     interrupt (`run_status`; of the last step when the step is not known yet, which
     happens when the writes commit before their checkpoint). When neither is new the
-    insert is not even tried: a conflicting insert locks the row, a write of its own."""
+    insert is not even tried: a conflicting insert locks the row, a write of its own.
+    Without `run` (the saver wrote that row with this agent already, and the task sets no
+    status) the run's row is left out of the statement."""
+    run_row = (
+        f""", run AS (
+    INSERT INTO {q}.run_log AS r (thread_id, run_id, status, status_step, agents)
+    SELECT %(thread_id)s, %(run_id)s, coalesce(%(run_status)s::text, 'running'),
+           CASE WHEN %(run_status)s IS NOT NULL THEN coalesce(s.step, 2147483647) END, ARRAY[%(agent)s]
+    FROM task_step s WHERE %(run_id)s IS NOT NULL AND (%(run_status)s IS NOT NULL OR NOT EXISTS (
+        SELECT 1 FROM {q}.run_log k WHERE k.thread_id = %(thread_id)s AND k.run_id = %(run_id)s AND %(agent)s = ANY(k.agents)))
+    ON CONFLICT (thread_id, run_id) DO UPDATE SET
+    ended_at = EXCLUDED.ended_at, {_STATUS},
+    agents = CASE WHEN EXCLUDED.agents <@ r.agents THEN r.agents ELSE r.agents || EXCLUDED.agents END
+    WHERE EXCLUDED.status_step IS NOT NULL OR NOT EXCLUDED.agents <@ r.agents
+    RETURNING xmax = 0 AS fresh
+), {_earlier_runs(q)}"""
+        if run
+        else ""
+    )
     return f"""task_step AS MATERIALIZED (
     SELECT coalesce(%(action_step)s::int, (
         SELECT c.step + 1 FROM {q}.checkpoints c
@@ -133,18 +151,7 @@ def _task_log(q: str) -> str:
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx) DO UPDATE SET
         action_type = EXCLUDED.action_type, payload = EXCLUDED.payload
     WHERE a.task_id = '{NULL_TASK}'
-), run AS (
-    INSERT INTO {q}.run_log AS r (thread_id, run_id, status, status_step, agents)
-    SELECT %(thread_id)s, %(run_id)s, coalesce(%(run_status)s::text, 'running'),
-           CASE WHEN %(run_status)s IS NOT NULL THEN coalesce(s.step, 2147483647) END, ARRAY[%(agent)s]
-    FROM task_step s WHERE %(run_id)s IS NOT NULL AND (%(run_status)s IS NOT NULL OR NOT EXISTS (
-        SELECT 1 FROM {q}.run_log k WHERE k.thread_id = %(thread_id)s AND k.run_id = %(run_id)s AND %(agent)s = ANY(k.agents)))
-    ON CONFLICT (thread_id, run_id) DO UPDATE SET
-    ended_at = EXCLUDED.ended_at, {_STATUS},
-    agents = CASE WHEN EXCLUDED.agents <@ r.agents THEN r.agents ELSE r.agents || EXCLUDED.agents END
-    WHERE EXCLUDED.status_step IS NOT NULL OR NOT EXCLUDED.agents <@ r.agents
-    RETURNING xmax = 0 AS fresh
-), {_earlier_runs(q)}"""
+){run_row}"""
 
 
 def put_plain(q: str, *, log: bool = True) -> str:
@@ -264,10 +271,10 @@ def _insert_items(q: str, guard: str = "") -> str:
     ON CONFLICT (thread_id, checkpoint_ns, channel, version, idx) DO NOTHING"""
 
 
-def put_writes_items(q: str, *, log: bool = True) -> str:
+def put_writes_items(q: str, *, log: bool = True, run: bool = True) -> str:
     """Insert a task's writes, some stored as items under their write keys (never a
-    special channel's, so never replacing)."""
-    logged = f"{_task_log(q)}, " if log else ""
+    special channel's, so never replacing); `log` and `run` as for `put_writes`."""
+    logged = f"{_task_log(q, run=run)}, " if log else ""
     return f"""
 WITH {_checkpoint_gone(q)}, {logged}stored_items AS (
 {_insert_items(q, f"WHERE {KEPT}")}
@@ -300,14 +307,14 @@ def _not_packed_already(q: str) -> str:
     SELECT max(p.idx) FROM {_task_writes(q, "p")} AND p.type = %(packed_type)s), -1))"""
 
 
-def put_packed_writes(q: str, *, items: bool, log: bool = True) -> str:
+def put_packed_writes(q: str, *, items: bool, log: bool = True, run: bool = True) -> str:
     """A task's writes as one row, for a task that has no writes at the checkpoint yet;
     returns a row when it stored it. For a task re-run (or a retry) it stores nothing,
     and the caller sends `put_writes`, a row per write, which keeps the first write at
     each index and adds the rest, as the official saver's row per write does."""
     ctes = (
         [_checkpoint_gone(q)]
-        + ([_task_log(q)] if log else [])
+        + ([_task_log(q, run=run)] if log else [])
         + ([f"stored_items AS (\n{_insert_items(q, f'WHERE {KEPT}')}\n)"] if items else [])
     )
     return f"""
@@ -321,11 +328,11 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
 RETURNING 1"""
 
 
-def put_writes(q: str, *, replace: bool, offloaded: bool = True, log: bool = True) -> str:
+def put_writes(q: str, *, replace: bool, offloaded: bool = True, log: bool = True, run: bool = True) -> str:
     """Insert a task's writes; `replace` (special channels only) overwrites a retry's rows;
     without `offloaded` the statement leaves the object-reference columns out; with `log`
-    it stores the task's action row too."""
-    with_ctes = f"WITH {_checkpoint_gone(q)}" + (f", {_task_log(q)}" if log else "") + "\n"
+    it stores the task's action row too, and with `run` its run's row (see `_task_log`)."""
+    with_ctes = f"WITH {_checkpoint_gone(q)}" + (f", {_task_log(q, run=run)}" if log else "") + "\n"
     conflict = (
         "DO UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, "
         "value = EXCLUDED.value, task_path = EXCLUDED.task_path, object_key = EXCLUDED.object_key, "

@@ -147,6 +147,37 @@ def test_two_invokes_and_a_resume_are_three_runs_each_holding_its_checkpoints(sa
     ]
 
 
+class Counting(TypedDict):
+    n: int
+    row_versions: Annotated[list[str], lambda a, b: a + b]
+
+
+def test_a_runs_row_is_written_when_it_changes_not_at_every_step(saver: Any, pg_dsn: str, schema_name: str) -> None:
+    """A run's last step and time are its newest root checkpoint's: its row in run_log is
+    written by the run's first checkpoint, a new agent and its last checkpoint (status
+    `done`), not by each checkpoint."""
+    config = thread()
+    tid = config["configurable"]["thread_id"]
+
+    def count(state: Counting) -> dict[str, Any]:
+        (row,) = query(pg_dsn, schema_name, "SELECT xmin::text AS version FROM run_log WHERE thread_id = %s", tid)
+        return {"n": state["n"] + 1, "row_versions": [row["version"]]}
+
+    builder = StateGraph(Counting)
+    builder.add_node("count", count)
+    builder.add_edge(START, "count")
+    builder.add_conditional_edges("count", lambda s: "count" if s["n"] < 8 else "__end__")
+    builder.compile(checkpointer=saver).invoke({"n": 0, "row_versions": []}, config, durability="sync")
+    versions = saver.get_tuple(config).checkpoint["channel_values"]["row_versions"]
+    # The first pass's writes add its agent to the row; from then on, the same row version.
+    assert len(versions) == 8 and len(set(versions[1:])) == 1, versions
+    (run,) = query(pg_dsn, schema_name, "SELECT * FROM runs WHERE thread_id = %s", tid)
+    (last,) = query(pg_dsn, schema_name, "SELECT max(step) AS step, max(created_at) AS at FROM checkpoints WHERE thread_id = %s", tid)
+    assert (run["status"], run["steps"], run["ended_at"]) == ("done", 10, last["at"])  # steps -1 to 8
+    (stored,) = query(pg_dsn, schema_name, "SELECT xmin::text AS version, last_step FROM run_log WHERE thread_id = %s", tid)
+    assert stored["version"] != versions[0] and stored["last_step"] == last["step"]  # the last checkpoint wrote it: done
+
+
 def test_an_update_state_edit_is_an_action_and_not_a_run(saver: Any, pg_dsn: str, schema_name: str) -> None:
     config = thread()
     tid = config["configurable"]["thread_id"]

@@ -211,7 +211,7 @@ class RowStoreSaver(SaverCore):
             return self.store.parent_status(p)
         if query.sql in sql.put_writes_items.values() or query.sql in sql.put_writes.values():
             self.sent.append("put_writes")
-            replace = any(query.sql == text for (replaces, _, _), text in sql.put_writes.items() if replaces)
+            replace = any(query.sql == text for (replaces, *_), text in sql.put_writes.items() if replaces)
             return self.store.put_writes(p, replace=replace)
         raise NotImplementedError(f"RowStore does not answer {query.operation}: {query.sql[:60]}...")
 
