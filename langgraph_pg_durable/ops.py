@@ -478,7 +478,8 @@ class SaverCore(BaseCheckpointSaver[str]):
 
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
         writes, decode = self._write_path(stored)
-        return Query(where, writes.put[(plain, log_run)], params, decode, uploads, locks=self._locks([thread_id]))
+        values = not plain or bool(params["channels"])
+        return Query(where, writes.put[(plain, log_run, values)], params, decode, uploads, locks=self._locks([thread_id]))
 
     def _run_row_changes(self, config: RunnableConfig, thread_id: str, status: str | None, agent: str | None = None) -> bool:
         """Whether a write would change the run's row in run_log on `thread_id` as this saver

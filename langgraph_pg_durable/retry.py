@@ -98,8 +98,9 @@ class Attempts:
         self.operation = operation
         self.started = time.monotonic()
         self.count = 0
-        self._delays = policy.delays()
-        self._reconnects = policy.reconnect_delays()
+        # Made at the first failure: most calls succeed at once.
+        self._delays: Iterator[float] | None = None
+        self._reconnects: Iterator[float] | None = None
 
     def remaining(self) -> float:
         """Seconds left before the longer of the two deadlines: what a wait for a connection may take."""
@@ -117,6 +118,8 @@ class Attempts:
                 ) from exc
             raise exc
         lost = is_server_lost(exc)
+        if self._delays is None or self._reconnects is None:
+            self._delays, self._reconnects = self.policy.delays(), self.policy.reconnect_delays()
         delay = next(self._reconnects) if lost else next(self._delays, None)
         deadline = self.policy.reconnect_deadline if lost else self.policy.deadline
         elapsed = time.monotonic() - self.started

@@ -94,6 +94,25 @@ def _same_mark(now: Any, then: Any) -> bool:
     return bool(now[0] == then[0] and len(now[1]) == len(then[1]) and all(map(operator.is_, now[1], then[1])))
 
 
+def _unchanged(item: Any, mark: Any) -> bool:
+    """Whether `item` still shows `mark` (`_same_mark(item_mark(item), mark)`), without
+    building its mark: the check a long list of messages makes for every item at every
+    append, compared in place at C speed."""
+    if mark is None:  # a frozen type's
+        return type(item) in _FROZEN
+    if mark is _OPAQUE:
+        return False
+    keys, values = mark
+    cls = type(item)
+    if cls is list:
+        return len(item) == keys and all(map(operator.is_, item, values))
+    fields = item if cls is dict else getattr(item, "__dict__", None)
+    if type(fields) is not dict or (cls is not dict and getattr(item, "__pydantic_extra__", None)):
+        return _same_mark(item_mark(item), mark)
+    same_size = len(fields) == len(keys) == len(values)
+    return same_size and all(map(operator.is_, fields.values(), values)) and all(map(operator.eq, fields, keys))
+
+
 class Seen:
     """The item objects a list version was made of, each with its `item_mark` (`marks`
     None: every item is of a frozen type), roughly what they weigh (their stored bytes),
@@ -128,11 +147,12 @@ class Seen:
         """How many of the first items of `value` are these objects, unchanged."""
         objects = self.objects
         n = min(len(objects), len(value))
-        if self.marks is None and all(map(operator.is_, value, objects)):
-            return n  # the common case, checked at C speed (map stops at the shorter one)
+        if all(map(operator.is_, value, objects)):  # the common case, at C speed (map stops at the shorter one)
+            if self.marks is None or all(map(_unchanged, value, self.marks)):
+                return n
         marks = self.marks if self.marks is not None else itertools.repeat(None)
         for i, (item, seen, mark) in enumerate(zip(value, objects, marks)):
-            if item is not seen or (mark is not None and not _same_mark(item_mark(item), mark)):
+            if item is not seen or (mark is not None and not _unchanged(item, mark)):
                 return i
         return n
 

@@ -98,11 +98,14 @@ def advisory_lock_key(schema: str) -> int:
 def thread_lock_keys(schema: str, thread_ids: Iterable[str]) -> list[int]:
     """The advisory lock keys of threads' writers, sorted: every writer and deleter of a
     thread takes its key first, and several keys are always taken in this order."""
-    keys = {
-        int.from_bytes(hashlib.blake2b(f"{schema}\x00{t}".encode(), digest_size=8, person=b"lgpd-thread").digest(), "big", signed=True)
-        for t in thread_ids
-    }
-    return sorted(keys)
+    return sorted({_thread_lock_key(schema, t) for t in thread_ids})
+
+
+@lru_cache(maxsize=1 << 14)
+def _thread_lock_key(schema: str, thread_id: str) -> int:
+    """One thread's key (a hash each write of the thread would compute again: cached)."""
+    digest = hashlib.blake2b(f"{schema}\x00{thread_id}".encode(), digest_size=8, person=b"lgpd-thread").digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def gc_lock_key(prefix: str) -> int:

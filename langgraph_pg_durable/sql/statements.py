@@ -28,6 +28,7 @@ class RoutedWrites:
     """The writes of `Statements` as calls of the schema's write functions, keyed alike."""
 
     def __init__(self, q: str, s: Statements) -> None:
+        # A write function stores whatever values it is given: `values` only trims the plain statement.
         self.put = {key: routed.put(q, sql, log=key[1]) for key, sql in s.put.items()}
         # A write function always keeps the run's row with the action row: `run` (a key's last
         # part) only leaves it out of the plain statements.
@@ -54,9 +55,13 @@ class Statements:
         self.lock_threads = writes.lock_threads()
         # Each write comes with the action log (`log`: the task's action row, the run's row) and without;
         # put_writes with the action log, with its run's row (`run`) and without (see writes._task_log).
-        # put: with neither a list in the delta layout nor an offloaded value (`plain`), or with.
+        # put: with neither a list in the delta layout nor an offloaded value (`plain`), or with;
+        # a plain put storing no channel value (`values` False) leaves channel_values out.
         self.put = {
-            (plain, log): compact(writes.put_plain(q, log=log) if plain else writes.put(q, log=log)) for plain in BOTH for log in BOTH
+            (plain, log, values): compact(writes.put_plain(q, log=log, values=values) if plain else writes.put(q, log=log))
+            for plain in BOTH
+            for log in BOTH
+            for values in (BOTH if plain else (True,))
         }
         self.parent_status = writes.parent_status(q)
         self.name_sends = compact(writes.name_sends(q))

@@ -154,14 +154,16 @@ def _task_log(q: str, *, run: bool = True) -> str:
 ){run_row}"""
 
 
-def put_plain(q: str, *, log: bool = True) -> str:
+def put_plain(q: str, *, log: bool = True, values: bool = True) -> str:
     """`put` for the common case: no list in the delta layout, nothing offloaded. Writes
     nothing when a value it holds but does not write is not stored, or when the run's
     token is no longer the thread's (`fenced`). With `log`, it also keeps the run's row in
-    run_log."""
+    run_log. Without `values` it stores no channel value (a step that changed only scalar
+    channels, which the checkpoint row holds, and DeltaChannels, whose writes hold theirs:
+    most steps of a state in DeltaChannels) and the statement leaves channel_values alone."""
     logged = f", {_checkpoint_run(q)}" if log else ""
-    return f"""
-WITH missing_bases AS MATERIALIZED ({_missing_bases(q)}){logged},
+    stored_values = (
+        f""",
 stored_values AS (
     INSERT INTO {q}.channel_values (thread_id, checkpoint_ns, channel, version, type, value)
     SELECT %(thread_id)s, %(checkpoint_ns)s, v.channel, v.version, v.type, v.value
@@ -169,7 +171,12 @@ stored_values AS (
         AS v(channel, version, type, value)
     WHERE NOT EXISTS (SELECT 1 FROM missing_bases)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING
-)
+)"""
+        if values
+        else ""
+    )
+    return f"""
+WITH missing_bases AS MATERIALIZED ({_missing_bases(q)}){logged}{stored_values}
 INSERT INTO {q}.checkpoints (
     thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
     checkpoint, value_channels, value_versions, metadata, metadata_exact)

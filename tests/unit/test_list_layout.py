@@ -260,3 +260,48 @@ def test_a_list_row_that_names_more_items_than_stored_is_refused_before_allocati
         assert "thread 't'" in str(exc)
     else:
         raise AssertionError("a segment past the stored items was accepted")
+
+
+def test_an_item_changed_in_place_is_seen_by_the_fast_check_as_by_its_mark() -> None:
+    """The check every append makes of a list's older items (`_unchanged`, compared in place)
+    says what comparing a fresh `item_mark` says, for every kind of item and change."""
+    from langchain_core.messages import AIMessage
+    from pydantic import BaseModel, ConfigDict
+
+    from langgraph_pg_durable.core.lists import _same_mark, _unchanged, item_mark
+
+    class Loose(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        a: int = 1
+
+    class Slotted:
+        __slots__ = ("x",)
+
+    def changes() -> list[tuple[Any, Any]]:
+        message, edited, renamed = AIMessage("hi", id="m1"), AIMessage("hi", id="m2"), AIMessage("hi", id="m3")
+        d, grown, swapped, nested = {"a": 1, "b": [1]}, {"a": 1}, {"a": 1}, {"a": {"x": 1}}
+        items, loose = [1, "x"], Loose(extra_field=[1])
+        cases: list[tuple[Any, Any]] = []
+        for item, change in (
+            (message, lambda: None),
+            (edited, lambda: setattr(edited, "content", "bye")),
+            (renamed, lambda: renamed.__dict__.update(brand_new=1)),
+            (d, lambda: None),
+            (grown, lambda: grown.update(c=3)),
+            (swapped, lambda: (swapped.pop("a"), swapped.update(z=1))),
+            (nested, lambda: nested["a"].update(x=2)),  # deep: neither sees it, as documented
+            (items, lambda: items.append(3)),
+            (loose, lambda: setattr(loose, "extra_field", [2])),
+            ("text", lambda: None),
+            (7, lambda: None),
+            ((1, 2), lambda: None),
+            (Slotted(), lambda: None),
+        ):
+            mark = item_mark(item)
+            change()
+            cases.append((item, mark))
+        return cases
+
+    results = [(_unchanged(item, mark), _same_mark(item_mark(item), mark)) for item, mark in changes()]
+    assert [fast for fast, _ in results] == [slow for _, slow in results]
+    assert [fast for fast, _ in results] == [True, False, False, True, False, False, True, False, False, True, True, True, False]

@@ -93,7 +93,7 @@ def test_hot_statements_stay_within_psycopgs_parse_cache_on_the_cursor_path() ->
     # values with the action log. Converted at each call on this path (~175 us, measured
     # with psycopg's _query2pg_nocache), on a connection the official saver does not take
     # either (it needs autocommit); the plain put, the one of most steps, fits.
-    long_put = statements.put[(False, True)]
+    long_put = statements.put[(False, True, True)]
     assert cold and max(len(sql) for sql in _hot(statements) if sql not in cold and sql != long_put) <= 4096
 
 
