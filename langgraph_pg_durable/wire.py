@@ -109,25 +109,26 @@ def _dumped(values: Sequence[Any], formats: Sequence[PyFormat]) -> tuple[list[by
     and types: a str as text of unknown type, an int as the smallest integer type that
     holds it, our typed arrays in binary), without its per-parameter dispatch; None when
     one is of a type it does not know (then the Transformer sends them all)."""
-    data: list[bytes | None] = []
-    oids: list[int] = []
-    sent: list[pq.Format] = []
-    for value, fmt in zip(values, formats):
-        one = _one(value, fmt)
-        if one is None:
-            return None
-        data.append(one[0])
-        oids.append(one[1])
-        sent.append(one[2])
-    return data, tuple(oids), sent
+    dumped = [_one(value, fmt) for value, fmt in zip(values, formats)]
+    if None in dumped:
+        return None
+    data, oids, sent = zip(*dumped) if dumped else ((), (), ())
+    return list(data), oids, list(sent)
+
+
+_NULL_PARAM = (None, 0, _TEXT)
+_FALSE, _TRUE = (b"\x00", 16, _BINARY), (b"\x01", 16, _BINARY)
 
 
 def _one(value: Any, fmt: PyFormat) -> tuple[bytes | None, int, pq.Format] | None:
     kind = type(value)
-    if value is None:
-        return None, 0, _TEXT
     if kind is str and fmt is PyFormat.AUTO:
         return value.encode(), 0, _TEXT
+    if value is None:
+        return _NULL_PARAM
+    array = _ARRAYS.get(kind)
+    if array is not None:
+        return array.dump(value), array.oid, _BINARY
     if kind is int:
         if -(1 << 15) <= value < 1 << 15:
             return _INT2.pack(value), 21, _BINARY
@@ -137,11 +138,10 @@ def _one(value: Any, fmt: PyFormat) -> tuple[bytes | None, int, pq.Format] | Non
             return _INT8.pack(value), 20, _BINARY
         return None
     if kind is bool:
-        return (b"\x01" if value else b"\x00"), 16, _BINARY
+        return _TRUE if value else _FALSE
     if kind is bytes:
         return value, 17, _BINARY
-    array = _ARRAYS.get(kind)
-    return (array.dump(value), array.oid, _BINARY) if array is not None else None
+    return None
 
 
 def usable(conn: Any) -> bool:
