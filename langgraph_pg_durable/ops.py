@@ -194,7 +194,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         if routed_writes is not None and not isinstance(routed_writes, bool):
             raise ConfigError(f"routed_writes must be True, False or None, got {shown(routed_writes)}")
         self.routed_writes = routed_writes if routed_writes is not None else type(self).routed_writes_default
-        self._routing_chosen = self.routed_writes is not None  # else setup(), distribute() or the first write settle it
+        self._routing_chosen = self.routed_writes is not None  # else setup(), distribute() or the first writes settle it
+        self._citus_installed = False  # a write found Citus installed: the next one asks where the tables are
         self.fencing = check_policy(fencing)
         self.fencing_window = check_duration(fencing_window, "fencing_window")
         self.fencing_wait = check_duration(fencing_wait, "fencing_wait")
@@ -498,10 +499,26 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _write_path(self, decode: Callable[[Sequence[Any]], T]) -> tuple[Statements | RoutedWrites, Callable[[Sequence[Any]], T]]:
         """The write statements and `decode`, or, with routed writes, the calls of the write
-        functions and the decode that reads a call's row count as the statement's rows."""
+        functions and the decode that reads a call's row count as the statement's rows.
+
+        While the saver does not know whether its tables are distributed, it writes with the
+        statements (right on Citus too), and a put's row says whether Citus is installed:
+        without it, the saver knows at its first put, at no round trip of its own; with it,
+        its next write asks which tables are distributed (`_routing_plan`)."""
         if self.routed_writes:
             return self.sql.routed, _written(decode)
-        return self.sql, decode
+        if self.routed_writes is not None:
+            return self.sql, decode
+
+        def settling(rows: Sequence[Any]) -> T:
+            if rows and len(rows[0]) > 1 and self.routed_writes is None:
+                if rows[0][1]:
+                    self._citus_installed = True
+                else:
+                    self.routed_writes = False
+            return decode(rows)
+
+        return self.sql, settling
 
     def _preamble(self, query: Query[Any]) -> list[tuple[str, Mapping[str, Any]]]:
         """The statements sent before `query` in its transaction (none without locks): the
@@ -556,7 +573,8 @@ class SaverCore(BaseCheckpointSaver[str]):
                 self._wrote_run_row(config, thread_id, status=params["run_status"], agent=params["agent"])
             return bool(fetched)
 
-        yield from self._routing_plan(where)
+        if self._citus_installed:
+            yield from self._routing_plan(where)
         s, decode = self._write_path(stored)
         fence = self._fence_for(config, thread_id, params.get("run_id"))
         wrote = False
@@ -988,7 +1006,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         # the edit's action row, and it does not mark the runs before it interrupted.
         log_run = invocation_run is not None or self.importing
         key = parse_config(config)
-        if self.routed_writes is None:
+        if self.routed_writes is None and self._citus_installed:  # else the put's own rows tell (see _write_path)
             checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, Mapping) else None
             yield from self._routing_plan(f"put of checkpoint {shown(checkpoint_id)} on thread {shown(key.thread_id)}")
         fence = self._fence_for(config, key.thread_id, run_id)
@@ -1048,12 +1066,12 @@ class SaverCore(BaseCheckpointSaver[str]):
         )
 
     def _routing_plan(self, operation: str) -> Plan[None]:
-        """Settle `routed_writes` when it is None, before the first write (`operation`):
-        whether the schema's tables are distributed (one statement on plain PostgreSQL, two
-        where Citus is installed; once per saver)."""
+        """Settle `routed_writes` when it is None (`operation`: the setup, or the write after
+        one found Citus installed, see `_write_path`): whether the schema's tables are
+        distributed (one statement, or two where Citus is installed and no write said so)."""
         if self.routed_writes is not None:
             return
-        installed = yield Query(operation, self.sql.citus_installed, {}, _first_value)
+        installed = self._citus_installed or (yield Query(operation, self.sql.citus_installed, {}, _first_value))
         distributed = False
         if installed:
             table = {"table": f"{self.sql.q}.checkpoints"}

@@ -22,6 +22,10 @@ GC_UNLOCK = "SELECT pg_advisory_unlock(%(gc_key)s)"
 # when the rest of it writes nothing: sent again after a commit whose wait was cancelled,
 # it confirms that one too (a standby confirms the WAL in order).
 CONFIRM_COMMIT = "SELECT txid_current()"
+# What a put returns when it stored its checkpoint: 1, and whether Citus is installed (a
+# saver that has not yet asked whether its tables are distributed learns from its first put
+# that they cannot be, without a round trip of its own: see SaverCore._write_path).
+WRITTEN = "RETURNING 1, to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL"
 
 
 def lock_threads() -> str:
@@ -207,7 +211,7 @@ def parent_status(q: str) -> str:
 
 
 def _checkpoint_conflict() -> str:
-    return """ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+    return f"""ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
     parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
     run_id = EXCLUDED.run_id,
     step = EXCLUDED.step,
@@ -217,7 +221,7 @@ def _checkpoint_conflict() -> str:
     value_versions = EXCLUDED.value_versions,
     metadata = EXCLUDED.metadata,
     metadata_exact = EXCLUDED.metadata_exact
-RETURNING 1"""
+{WRITTEN}"""
 
 
 def put(q: str, *, log: bool = True) -> str:

@@ -85,3 +85,30 @@ async def test_async_saver_round_trips(pg_dsn: str, schema_name: str, proxy: Req
             fetched = await saver.aget_tuple(config)
             assert proxy.reset() == 1, "aget_tuple"
             assert fetched.pending_writes[0][2] == ["x"]
+
+
+@pytest.mark.parametrize("citus", [False, True], ids=["postgres", "citus installed"])
+def test_a_saver_on_a_schema_set_up_before_writes_its_first_put_in_one_round_trip(
+    pg_dsn: str, schema_name: str, proxy: Requests, citus: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saver that never ran setup() does not know whether its tables are distributed: its
+    first put's row says whether Citus is installed (no round trip of its own). Where it is,
+    the next write asks which tables are distributed, once."""
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as admin:
+        admin.setup()
+    with psycopg.connect(proxy.dsn, autocommit=True) as conn:
+        saver = DurablePostgresSaver(conn, schema=schema_name, routed_writes=None)
+        if citus:  # what a server with Citus says (its catalog is not here): installed, this schema not distributed
+            monkeypatch.setattr(saver.sql, "tables_distributed", "SELECT %(table)s::text IS NULL")
+            installed = {k: v.replace("pg_catalog.pg_dist_partition", "pg_catalog.pg_class") for k, v in saver.sql.put.items()}
+            monkeypatch.setattr(saver.sql, "put", installed)
+        assert saver.routed_writes is None
+        config = {"configurable": {"thread_id": str(uuid.uuid4()), "checkpoint_ns": ""}}
+        checkpoint = _checkpoint(saver, 0, None)
+        proxy.reset()
+        config = saver.put(config, checkpoint, {"source": "input", "step": 0}, checkpoint["channel_versions"])
+        assert proxy.reset() == 1
+        assert saver.routed_writes is (None if citus else False)
+        saver.put_writes(config, [("messages", ["x"]), ("step", 1)], str(uuid.uuid4()))
+        assert proxy.reset() == (2 if citus else 1)  # with Citus: which tables are distributed (here: none)
+        assert saver.routed_writes is False
