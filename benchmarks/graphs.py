@@ -12,13 +12,17 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
-from deepagents._messages_reducer import _messages_delta_reducer
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+
+try:  # deepagents' reducer for its messages (it needs Python 3.11+); else LangGraph's, which it adapts
+    from deepagents._messages_reducer import _messages_delta_reducer
+except ImportError:  # pragma: no cover - Python 3.10
+    from langgraph.pregel._messages import _messages_delta_reducer
 from langgraph.graph.state import CompiledStateGraph
 
 WORDS = [
