@@ -1,0 +1,114 @@
+"""Where one durable step's cost goes, for one workload of the benchmark's decomposition.
+
+    .venv/bin/python tools/step_cost.py --saver ours --style plain --workload words [--steps 200]
+
+Runs the workload (benchmarks/decomposition.py) once on a server started like the
+benchmark's, then prints, per step:
+- the thread CPU spent inside the saver's put and put_writes (steadier than the process CPU
+  the decomposition reports, which varies by a third from run to run on a small VM);
+- the server time of each statement (`pg_stat_statements`, execution and planning);
+- the WAL of each relation (`pg_walinspect` over the run's LSN range);
+- the bytes of each relation of the saver's database after the run.
+The figures to compare a change by; `--saver official --style delta` gives the bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import decomposition  # noqa: E402
+from benchmarks.env import Bench, bench_env  # noqa: E402
+
+STATEMENTS = """
+SELECT calls, total_exec_time + total_plan_time, total_plan_time, wal_bytes, left(regexp_replace(query, '\\s+', ' ', 'g'), %s)
+FROM pg_stat_statements WHERE dbid = %s ORDER BY 2 DESC LIMIT 12"""
+WAL = """
+SELECT split_part(split_part(block_ref, 'rel ', 2), ' ', 1) AS relation, resource_manager, sum(record_length), count(*)
+FROM pg_get_wal_records_info(%s::pg_lsn, %s::pg_lsn) GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 20"""
+SIZES = """
+SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') AND c.relkind IN ('r', 'i')
+  AND pg_relation_size(c.oid) > 0 ORDER BY 2 DESC"""
+
+
+def timed_calls(saver: Any, spent: Counter[str]) -> None:
+    """Add the thread CPU of each put and put_writes to `spent`, by call."""
+    for name in ("put", "put_writes"):
+        call = getattr(saver, name)
+
+        def run(*args: Any, _call: Any = call, _name: str = name, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return _call(*args, **kwargs)
+            finally:
+                spent[_name] += time.thread_time() - start
+
+        setattr(saver, name, run)
+
+
+def report(bench: Bench, saver_kind: str, style: str, workload: str, steps: int) -> None:
+    meter = decomposition.ServerMeter(bench.server.dsn)
+    try:
+        meter.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        with bench.saver(saver_kind) as make:
+            saver = make()
+            build = decomposition.WORKLOADS[workload]
+            decomposition._one(bench, meter, saver, saver_kind, build, style == "delta", decomposition.WARMUP_STEPS)
+            bench.truncate(saver_kind)
+            spent: Counter[str] = Counter()
+            timed_calls(saver, spent)
+            app = build.build(saver, steps, style == "delta")
+            config = {"configurable": {"thread_id": f"cost-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
+            dsn = bench.dsn[saver_kind]
+            started = meter.start(dsn)
+            app.invoke(build.inputs, config, durability="sync")
+            end_lsn = meter.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+            server, wal = meter.stop(started)
+        assert end_lsn is not None
+        print(f"{saver_kind}, {style}, {build.title}: {steps} steps")
+        print(f"  thread CPU in the saver's calls: {sum(spent.values()) / steps * 1e3:.3f} ms/step", end="")
+        print(" (" + ", ".join(f"{k} {v / steps * 1e3:.3f}" for k, v in spent.items()) + ")")
+        print(f"  server {server / steps * 1e3 if server is not None else float('nan'):.3f} ms/step, WAL {wal / steps:,.0f} B/step")
+        print("  statements (us/step, plan us/step, WAL B/step, calls):")
+        for calls, total, plan, wal_bytes, text in meter.conn.execute(STATEMENTS, (120, started[0])).fetchall():
+            print(f"    {total / steps * 1e3:7.1f} {plan / steps * 1e3:6.1f} {float(wal_bytes) / steps:7.0f} {calls:5d}  {text}")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            names = dict(conn.execute("SELECT pg_relation_filenode(oid)::text, relname FROM pg_class WHERE relfilenode <> 0").fetchall())
+            sizes = conn.execute(SIZES).fetchall()
+        print("  WAL by relation (B/step, records/step):")
+        for relation, manager, length, count in meter.conn.execute(WAL, (started[1], end_lsn[0])).fetchall():
+            name = names.get(relation.rsplit("/", 1)[-1], relation) if relation else "(none)"
+            print(f"    {length / steps:7.0f} {count / steps:5.2f}  {name} ({manager})")
+        print("  bytes by relation:")
+        for name, size in sizes:
+            print(f"    {size:>10,}  {name}")
+    finally:
+        meter.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--saver", choices=("ours", "official"), default="ours")
+    parser.add_argument("--style", choices=decomposition.STYLES, default="plain")
+    parser.add_argument("--workload", choices=sorted(decomposition.WORKLOADS), default="words")
+    parser.add_argument("--steps", type=int, default=200)
+    args = parser.parse_args()
+    with bench_env() as bench:
+        report(bench, args.saver, args.style, args.workload, args.steps)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
