@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -55,6 +55,13 @@ WORKLOADS = {
 }
 
 
+class Mark(NamedTuple):
+    """Where a measured run began: its database's oid (None: InMemorySaver's) and the WAL position."""
+
+    dbid: int | None
+    lsn: str
+
+
 class ServerMeter:
     """What a saver's statements cost the server: pg_stat_statements' time for its
     database, and the WAL the cluster wrote, between `start` and `stop`."""
@@ -77,15 +84,15 @@ class ServerMeter:
         assert row is not None, name
         return int(row[0])
 
-    def start(self, dsn: str | None) -> tuple[int | None, str]:
+    def start(self, dsn: str | None) -> Mark:
         dbid = self._dbid(dsn) if dsn else None
         if dbid is not None and self.statements:
             self.conn.execute("SELECT pg_stat_statements_reset(0, %s, 0)", (dbid,))
         lsn = self.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
         assert lsn is not None
-        return dbid, lsn[0]
+        return Mark(dbid, lsn[0])
 
-    def stop(self, started: tuple[int | None, str]) -> tuple[float | None, int]:
+    def stop(self, started: Mark) -> tuple[float | None, int]:
         dbid, lsn = started
         wal = self.conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)::int8", (lsn,)).fetchone()
         assert wal is not None
@@ -111,7 +118,7 @@ def run(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
 
                 def one(variant: tuple[str, str], rep: int, workload: Workload = workload, n: int = steps) -> dict[str, Any]:
                     kind, style = variant
-                    return _one(bench, meter, savers[kind](), kind, workload, style == "delta", n)
+                    return run_once(bench, meter, savers[kind](), kind, workload, style == "delta", n)
 
                 for variant in variants:
                     one(variant, -1, n=WARMUP_STEPS)
@@ -122,7 +129,8 @@ def run(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
         meter.close()
 
 
-def _one(bench: Bench, meter: ServerMeter, saver: BaseCheckpointSaver, kind: str, workload: Workload, delta: bool, steps: int) -> dict:
+def run_once(bench: Bench, meter: ServerMeter, saver: BaseCheckpointSaver, kind: str, workload: Workload, delta: bool, steps: int) -> dict:
+    """One run of `workload` on a fresh thread of an emptied saver, its raw figures."""
     bench.truncate(kind)
     app = workload.build(saver, steps, delta)
     config = {"configurable": {"thread_id": f"cost-{kind}-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}

@@ -573,8 +573,7 @@ class SaverCore(BaseCheckpointSaver[str]):
                 self._wrote_run_row(config, thread_id, status=params["run_status"], agent=params["agent"])
             return bool(fetched)
 
-        if self._citus_installed:
-            yield from self._routing_plan(where)
+        yield from self._routing_after_citus(where)
         s, decode = self._write_path(stored)
         fence = self._fence_for(config, thread_id, params.get("run_id"))
         wrote = False
@@ -1006,9 +1005,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         # the edit's action row, and it does not mark the runs before it interrupted.
         log_run = invocation_run is not None or self.importing
         key = parse_config(config)
-        if self.routed_writes is None and self._citus_installed:  # else the put's own rows tell (see _write_path)
-            checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, Mapping) else None
-            yield from self._routing_plan(f"put of checkpoint {shown(checkpoint_id)} on thread {shown(key.thread_id)}")
+        checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, Mapping) else None
+        yield from self._routing_after_citus(f"put of checkpoint {shown(checkpoint_id)} on thread {shown(key.thread_id)}")
         fence = self._fence_for(config, key.thread_id, run_id)
         query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=parent_writes_done, run_id=run_id, log_run=log_run)
         query = self._fenced_query(query, fence)
@@ -1064,6 +1062,12 @@ class SaverCore(BaseCheckpointSaver[str]):
             lambda fetched: None,
             locks=self._locks([key.thread_id]),
         )
+
+    def _routing_after_citus(self, operation: str) -> Plan[None]:
+        """Before a write (`operation`): settle `routed_writes` once an earlier put found
+        Citus installed; else the write's own rows tell (see `_write_path`)."""
+        if self._citus_installed:
+            yield from self._routing_plan(operation)
 
     def _routing_plan(self, operation: str) -> Plan[None]:
         """Settle `routed_writes` when it is None (`operation`: the setup, or the write after

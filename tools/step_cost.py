@@ -65,7 +65,7 @@ def report(bench: Bench, saver_kind: str, style: str, workload: str, steps: int)
         with bench.saver(saver_kind) as make:
             saver = make()
             build = decomposition.WORKLOADS[workload]
-            decomposition._one(bench, meter, saver, saver_kind, build, style == "delta", decomposition.WARMUP_STEPS)
+            decomposition.run_once(bench, meter, saver, saver_kind, build, style == "delta", decomposition.WARMUP_STEPS)
             bench.truncate(saver_kind)
             spent: Counter[str] = Counter()
             timed_calls(saver, spent)
@@ -82,13 +82,13 @@ def report(bench: Bench, saver_kind: str, style: str, workload: str, steps: int)
         print(" (" + ", ".join(f"{k} {v / steps * 1e3:.3f}" for k, v in spent.items()) + ")")
         print(f"  server {server / steps * 1e3 if server is not None else float('nan'):.3f} ms/step, WAL {wal / steps:,.0f} B/step")
         print("  statements (us/step, plan us/step, WAL B/step, calls):")
-        for calls, total, plan, wal_bytes, text in meter.conn.execute(STATEMENTS, (120, started[0])).fetchall():
+        for calls, total, plan, wal_bytes, text in meter.conn.execute(STATEMENTS, (120, started.dbid)).fetchall():
             print(f"    {total / steps * 1e3:7.1f} {plan / steps * 1e3:6.1f} {float(wal_bytes) / steps:7.0f} {calls:5d}  {text}")
         with psycopg.connect(dsn, autocommit=True) as conn:
             names = dict(conn.execute("SELECT pg_relation_filenode(oid)::text, relname FROM pg_class WHERE relfilenode <> 0").fetchall())
             sizes = conn.execute(SIZES).fetchall()
         print("  WAL by relation (B/step, records/step):")
-        for relation, manager, length, count in meter.conn.execute(WAL, (started[1], end_lsn[0])).fetchall():
+        for relation, manager, length, count in meter.conn.execute(WAL, (started.lsn, end_lsn[0])).fetchall():
             name = names.get(relation.rsplit("/", 1)[-1], relation) if relation else "(none)"
             print(f"    {length / steps:7.0f} {count / steps:5.2f}  {name} ({manager})")
         print("  bytes by relation:")

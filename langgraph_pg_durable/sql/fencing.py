@@ -71,8 +71,9 @@ class Holder(NamedTuple):
 def holder(q: str) -> str:
     """The thread's holder (no row: none), a `Holder` row, with its run's status and whether
     it is live as `take_if_free` judges it. Sent only after a write or take stored nothing."""
-    return f"""SELECT h.run_id, h.writer, h.taken_at, r.status, {_last_write(q)},
-       coalesce(r.status = 'running' AND {_last_write(q)} > now() - %(window)s::interval, false)
-FROM {q}.thread_holders h
-LEFT JOIN {q}.run_log r ON r.thread_id = h.thread_id AND r.run_id = h.run_id AND r.thread_id = %(thread_id)s
-WHERE h.thread_id = %(thread_id)s"""
+    return f"""SELECT run_id, writer, taken_at, status, last_write,
+       coalesce(status = 'running' AND last_write > now() - %(window)s::interval, false)
+FROM (SELECT h.run_id, h.writer, h.taken_at, r.status, {_last_write(q)} AS last_write
+      FROM {q}.thread_holders h
+      LEFT JOIN {q}.run_log r ON r.thread_id = h.thread_id AND r.run_id = h.run_id AND r.thread_id = %(thread_id)s
+      WHERE h.thread_id = %(thread_id)s) held"""
