@@ -30,13 +30,14 @@ PACKED_WRITES_TYPE = "langgraph-pg-durable/writes-v1"  # one row holding several
 
 def packable(task_id: str, channels: Sequence[str], refs: Sequence[ObjectRef | None], item_keys: Sequence[str | None]) -> bool:
     """Whether a task's writes go in one row: a row per write costs ~330 bytes with its
-    index entry, more than a step counter or a routing flag it holds. Not for special
+    index entry, more than a step counter or a routing flag it holds, and the row holds the
+    task's action (sql.writes.FOLDED_COLUMNS): one write is packed too. Not for special
     channels (replaced one by one), offloaded values or writes stored as items of more
     than one list (their row names one object, one write key), nor for the null task,
     whose writes LangGraph sends again with more appended (each time a task has writes
     stored already, a packed row costs a second statement: see `sql.writes.put_packed_writes`)."""
     return (
-        len(channels) > 1
+        bool(channels)
         and task_id != NULL_TASK_ID
         and not any(channel in WRITES_IDX_MAP for channel in channels)
         and all(ref is None for ref in refs)

@@ -25,9 +25,11 @@ WITH gone_writes AS (
 DELETE FROM {q}.checkpoints WHERE thread_id = ANY(%(thread_ids)s)"""
 
 
-def _drop_checkpoints(q: str, doomed: str, also: str = "") -> str:
+def _drop_checkpoints(q: str, doomed: str, also: str = "", dropped_runs: str = "") -> str:
     """Delete the checkpoints `doomed` selects, their writes, and values and list items
-    nothing surviving needs.
+    nothing surviving needs. The actions their packed writes rows hold move to action_log
+    (the log outlives a prune), except those of the runs the statement deletes
+    (`dropped_runs`: a condition on `w.run_id`).
 
     `doomed` is a SELECT of (thread_id, checkpoint_ns, checkpoint_id) over
     `{schema}.checkpoints c`. A surviving checkpoint holds its values, the rows its
@@ -46,6 +48,16 @@ gone AS (
     WHERE c.thread_id = {T} AND c.thread_id = d.thread_id AND c.checkpoint_ns = d.checkpoint_ns
       AND c.checkpoint_id = d.checkpoint_id
     RETURNING c.thread_id, c.checkpoint_ns, c.value_channels, c.value_versions
+), kept_actions AS (
+    INSERT INTO {q}.action_log (
+        thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload, created_at)
+    SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.run_id, 0, w.step, w.agent, w.action_type,
+           w.payload, w.created_at
+    FROM {q}.checkpoint_writes w JOIN doomed d
+      ON w.thread_id = {T} AND w.thread_id = d.thread_id AND w.checkpoint_ns = d.checkpoint_ns
+     AND w.checkpoint_id = d.checkpoint_id
+    WHERE w.action_type IS NOT NULL{f" AND NOT ({dropped_runs})" if dropped_runs else ""}
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx) DO NOTHING
 ), gone_writes AS (
     DELETE FROM {q}.checkpoint_writes w USING doomed d
     WHERE w.thread_id = {T} AND w.thread_id = d.thread_id AND w.checkpoint_ns = d.checkpoint_ns
@@ -114,7 +126,10 @@ WHERE i.thread_id = {T} AND i.thread_id IN (SELECT thread_id FROM doomed)
 
 def delete_for_runs(q: str) -> str:
     """The runs' checkpoints, except those named in `keep_*` (the ancestors a surviving
-    DeltaChannel checkpoint replays), and the runs' action rows, effects and run rows."""
+    DeltaChannel checkpoint replays), and the runs' action rows, effects and run rows. A
+    run's action held by a surviving checkpoint's writes row (a task the run re-ran there,
+    as a resume does) is taken off the row."""
+    runs = "w.run_id = ANY(%(run_ids)s)"
     return _drop_checkpoints(
         q,
         f"SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id FROM {q}.checkpoints c "
@@ -123,11 +138,17 @@ def delete_for_runs(q: str) -> str:
         f"""
 gone_actions AS (
     DELETE FROM {q}.action_log WHERE thread_id = {T} AND run_id = ANY(%(run_ids)s)
+), gone_folded AS (
+    UPDATE {q}.checkpoint_writes w SET run_id = NULL, step = NULL, agent = NULL, action_type = NULL, payload = NULL
+    WHERE w.thread_id = {T} AND {runs} AND NOT EXISTS (
+        SELECT 1 FROM doomed d
+        WHERE d.thread_id = w.thread_id AND d.checkpoint_ns = w.checkpoint_ns AND d.checkpoint_id = w.checkpoint_id)
 ), gone_run_effects AS (
     DELETE FROM {q}.effects WHERE thread_id = {T} AND run_id = ANY(%(run_ids)s)
 ), gone_runs AS (
     DELETE FROM {q}.run_log WHERE thread_id = {T} AND run_id = ANY(%(run_ids)s)
 ),""",
+        runs,
     )
 
 
@@ -168,9 +189,9 @@ WITH taken AS MATERIALIZED (
 ), copied_writes AS (
     INSERT INTO {q}.checkpoint_writes (
         thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value,
-        object_key, object_sha256, object_size, item_version)
+        object_key, object_sha256, object_size, item_version, run_id, step, agent, action_type, payload, created_at)
     SELECT %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value,
-           object_key, object_sha256, object_size, item_version
+           object_key, object_sha256, object_size, item_version, run_id, step, agent, action_type, payload, created_at
     FROM {q}.checkpoint_writes WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
 ), copied_actions AS (

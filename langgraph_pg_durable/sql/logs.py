@@ -47,7 +47,7 @@ def run_tokens(q: str, *, one_thread: bool) -> str:
     return f"""(SELECT sum((u.m->'usage_metadata'->>'total_tokens')::numeric) FROM (
         SELECT DISTINCT ON (coalesce(s.m->>'id', md5(s.m::text))) s.m FROM (
             SELECT jsonb_path_query(a.payload, '$.messages[*] ? (@.usage_metadata.total_tokens.type() == "number")') AS m
-            FROM {q}.action_log a
+            FROM {q}.action_rows a
             WHERE {_on_thread("a", one_thread=one_thread)} AND a.run_id = r.run_id) s) u)"""
 
 
@@ -97,18 +97,19 @@ LIMIT %(page)s"""
 
 
 def _action_columns(**exprs: str) -> str:
-    """The `ActionColumn` columns of `action_log a`: the payload as text, and `exprs`."""
+    """The `ActionColumn` columns of `action_rows a` (the action_log rows and the actions
+    packed writes rows hold, migration 0014): the payload as text, and `exprs`."""
     return ", ".join({"payload": "a.payload::text", **exprs}.get(name, f"a.{name}") for name in ActionColumn.names())
 
 
 def actions_page(q: str, where: str, *, one_thread: bool = False) -> str:
-    """One page of `list_actions()` under `where` (over `action_log a`), oldest first; a
+    """One page of `list_actions()` under `where` (over `action_rows a`), oldest first; a
     step not stored is read from the checkpoint, as the `actions` view does. `one_thread`:
     `where` names the thread, and so does the join (Citus then reads that shard alone)."""
     anchor = " AND c.thread_id = %(thread_id)s" if one_thread else ""
     return f"""
 SELECT {_action_columns(step="coalesce(a.step, c.step + 1)")}
-FROM {q}.action_log a
+FROM {q}.action_rows a
 LEFT JOIN {q}.checkpoints c
   ON a.step IS NULL AND c.thread_id = a.thread_id AND c.checkpoint_ns = a.checkpoint_ns
  AND c.checkpoint_id = a.checkpoint_id{anchor}
@@ -119,15 +120,24 @@ LIMIT %(page)s"""
 
 def actions_from(q: str) -> str:
     """`actions_from()`: a namespace's action rows at a checkpoint and the checkpoints after
-    it, in checkpoint order (the primary key's: no sort, and the scan stops at the limit,
-    however long the thread). A step not stored is read from its checkpoint by a probe of
-    that row alone, made only for a row without one."""
+    it, in checkpoint order. Each table is read in its primary key's order and stops at the
+    limit, however long the thread: action_log's rows, and the actions packed writes rows
+    hold (`action_rows` of migration 0014, at index 0); the two windows are then merged.
+    (Through the view, the writes' window was sorted whole: their key has no run_id.) A step
+    not stored is read from its checkpoint by a probe of that row alone, made only for a
+    row without one."""
     step = f"""coalesce(a.step, (SELECT c.step + 1 FROM {q}.checkpoints c
         WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = a.checkpoint_ns AND c.checkpoint_id = a.checkpoint_id))"""
+    columns = "thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, {idx}, step, agent, action_type, payload, created_at"
+    window = """
+    WHERE {t}.thread_id = %(thread_id)s AND {t}.checkpoint_ns = %(checkpoint_ns)s AND {t}.checkpoint_id >= %(checkpoint_id)s"""
     return f"""
 SELECT {_action_columns(step=step)}
-FROM {q}.action_log a
-WHERE a.thread_id = %(thread_id)s AND a.checkpoint_ns = %(checkpoint_ns)s AND a.checkpoint_id >= %(checkpoint_id)s
+FROM ((SELECT {columns.format(idx="idx")} FROM {q}.action_log l{window.format(t="l")}
+    ORDER BY l.checkpoint_id, l.task_id, l.run_id, l.idx LIMIT %(limit)s)
+  UNION ALL
+  (SELECT {columns.format(idx="0 AS idx")} FROM {q}.checkpoint_writes w{window.format(t="w")} AND w.action_type IS NOT NULL
+    ORDER BY w.checkpoint_id, w.task_id, w.idx LIMIT %(limit)s)) a
 ORDER BY a.checkpoint_id, a.task_id, a.run_id, a.idx
 LIMIT %(limit)s"""
 
@@ -211,6 +221,10 @@ WITH named AS (
     FROM unnest(%(a_namespaces)b::text[], %(a_ids)b::text[], %(a_tasks)b::text[], %(a_runs)b::text[], %(a_idx)b::int[],
                 %(a_steps)b::int[], %(a_agents)b::text[], %(a_types)b::text[], %(a_payloads)b::text[], %(a_times)b::text[])
         AS a(checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload, created_at)
+    WHERE NOT EXISTS (  -- held by the task's packed writes row (a thread logged in part)
+        SELECT 1 FROM {q}.checkpoint_writes f
+        WHERE f.thread_id = %(thread_id)s AND f.checkpoint_ns = a.checkpoint_ns AND f.checkpoint_id = a.checkpoint_id
+          AND f.task_id = a.task_id AND f.run_id = a.run_id AND a.idx = 0)
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx) DO NOTHING
 )
 INSERT INTO {q}.run_log (thread_id, run_id, started_at, ended_at, first_step, last_step, status, status_step, agents)

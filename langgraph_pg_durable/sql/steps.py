@@ -43,7 +43,7 @@ def steps_page(q: str, where: str) -> str:
     only its own rows. Each subquery names the thread itself, not through `page`'s column:
     Citus refuses a subquery over a distributed table that reaches the thread only through
     a CTE ("complex joins are only supported when ...")."""
-    tasks = f"""FROM {q}.action_log a
+    tasks = f"""FROM {q}.action_rows a
         WHERE a.thread_id = %(thread_id)s AND a.checkpoint_ns = p.checkpoint_ns AND a.checkpoint_id = {{at}}"""
     # An update_state edit's row is stored at the checkpoint it edits (LangGraph writes it
     # there, then puts the edit's own checkpoint) but made the edit's checkpoint: that one

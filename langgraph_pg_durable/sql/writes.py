@@ -76,6 +76,14 @@ def _checkpoint_gone(q: str) -> str:
 
 KEPT = "NOT EXISTS (SELECT 1 FROM gone)"
 
+# A task's packed writes row holds its action (migration 0014): the action_log columns
+# but the key, which is the row's own (its `idx` is the packed row's last index; the
+# action's is 0, the index of its first write), with run_id '' for no run, as in
+# action_log. A row without an action has NULL in all five. The `action_rows` view reads
+# both tables as one.
+FOLDED_COLUMNS = "run_id, step, agent, action_type, payload"
+FOLDED_VALUES = "coalesce(%(run_id)s::text, ''), s.step, %(agent)s::text, %(action_type)s, %(payload)s::jsonb"
+
 _STATUS = """status = CASE WHEN EXCLUDED.status_step >= coalesce(r.status_step, EXCLUDED.status_step)
                   THEN EXCLUDED.status ELSE r.status END,
     status_step = greatest(r.status_step, EXCLUDED.status_step)"""
@@ -111,9 +119,15 @@ def _checkpoint_run(q: str) -> str:
 ), {_earlier_runs(q)}"""
 
 
-def _task_log(q: str, *, run: bool = True) -> str:
+def _task_log(q: str, *, run: bool = True, folded: bool = False) -> str:
     """CTEs storing a task's action row, and its run's row in run_log (none when the
     checkpoint is `gone`: the statement's first CTE).
+
+    `folded`: the statement stores the task's writes as one packed row, which holds the
+    action itself (`FOLDED_COLUMNS`, migration 0014): no action_log row, its key and three
+    index entries, beside the row that holds the same task. Otherwise the action row goes
+    to action_log, unless the task's packed row holds this run's action already (the same
+    writes sent again after their first statement committed).
 
     The step the task ran in comes from the saver's memory (`action_step`), else from the
     checkpoint it ran from. The caller's writes (the null task) are sent again with more
@@ -129,7 +143,7 @@ def _task_log(q: str, *, run: bool = True) -> str:
     INSERT INTO {q}.run_log AS r (thread_id, run_id, status, status_step, agents)
     SELECT %(thread_id)s, %(run_id)s, coalesce(%(run_status)s::text, 'running'),
            CASE WHEN %(run_status)s IS NOT NULL THEN coalesce(s.step, 2147483647) END, ARRAY[%(agent)s]
-    FROM task_step s WHERE %(run_id)s IS NOT NULL AND (%(run_status)s IS NOT NULL OR NOT EXISTS (
+    FROM task_step s WHERE %(run_id)s::text IS NOT NULL AND (%(run_status)s IS NOT NULL OR NOT EXISTS (
         SELECT 1 FROM {q}.run_log k WHERE k.thread_id = %(thread_id)s AND k.run_id = %(run_id)s AND %(agent)s = ANY(k.agents)))
     ON CONFLICT (thread_id, run_id) DO UPDATE SET
     ended_at = EXCLUDED.ended_at, {_STATUS},
@@ -140,22 +154,28 @@ def _task_log(q: str, *, run: bool = True) -> str:
         if run
         else ""
     )
+    logged = (
+        ""
+        if folded
+        else f""", logged AS (
+    INSERT INTO {q}.action_log AS a (
+        thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, coalesce(%(run_id)s::text, ''),
+           %(action_idx)s::int, s.step, %(agent)s::text, %(action_type)s, %(payload)s::jsonb
+    FROM task_step s WHERE NOT EXISTS (
+        SELECT 1 FROM {_task_writes(q, "f")} AND f.run_id = coalesce(%(run_id)s::text, '') AND %(action_idx)s = 0)
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx) DO UPDATE SET
+        action_type = EXCLUDED.action_type, payload = EXCLUDED.payload
+    WHERE a.task_id = '{NULL_TASK}'
+)"""
+    )
     return f"""task_step AS MATERIALIZED (
     SELECT coalesce(%(action_step)s::int, (
         SELECT c.step + 1 FROM {q}.checkpoints c
         WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = %(checkpoint_ns)s
           AND c.checkpoint_id = %(checkpoint_id)s)) AS step
     WHERE {KEPT}
-), logged AS (
-    INSERT INTO {q}.action_log AS a (
-        thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload)
-    SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, coalesce(%(run_id)s::text, ''),
-           %(action_idx)s::int, s.step, %(agent)s::text, %(action_type)s, %(payload)s::jsonb
-    FROM task_step s
-    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx) DO UPDATE SET
-        action_type = EXCLUDED.action_type, payload = EXCLUDED.payload
-    WHERE a.task_id = '{NULL_TASK}'
-){run_row}"""
+){logged}{run_row}"""
 
 
 def put_plain(q: str, *, log: bool = True, values: bool = True) -> str:
@@ -319,21 +339,22 @@ def _not_packed_already(q: str) -> str:
 
 
 def put_packed_writes(q: str, *, items: bool, log: bool = True, run: bool = True) -> str:
-    """A task's writes as one row, for a task that has no writes at the checkpoint yet;
-    returns a row when it stored it. For a task re-run (or a retry) it stores nothing,
+    """A task's writes as one row, for a task that has no writes at the checkpoint yet,
+    holding the task's action with `log`; returns a row when it stored it. For a task re-run (or a retry) it stores nothing,
     and the caller sends `put_writes`, a row per write, which keeps the first write at
     each index and adds the rest, as the official saver's row per write does."""
     ctes = (
         [_checkpoint_gone(q)]
-        + ([_task_log(q, run=run)] if log else [])
+        + ([_task_log(q, run=run, folded=True)] if log else [])
         + ([f"stored_items AS (\n{_insert_items(q, f'WHERE {KEPT}')}\n)"] if items else [])
     )
+    action_columns, action_values, from_step = (f", {FOLDED_COLUMNS}", f", {FOLDED_VALUES}", "\nFROM task_step s") if log else ("", "", "")
     return f"""
 WITH {", ".join(ctes)}
 INSERT INTO {q}.checkpoint_writes (
-    thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value, item_version)
+    thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value, item_version{action_columns})
 SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
-       %(packed_idx)s, %(packed_channel)s, %(packed_type)s, %(packed_value)b, %(packed_item_version)s
+       %(packed_idx)s, %(packed_channel)s, %(packed_type)s, %(packed_value)b, %(packed_item_version)s{action_values}{from_step}
 WHERE NOT EXISTS (SELECT 1 FROM {_task_writes(q, "t")} AND t.idx >= 0) AND {KEPT}
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
 RETURNING 1"""
@@ -381,13 +402,19 @@ def name_sends(q: str) -> str:
     writes were stored before the checkpoint's put told the saver its Sends, see
     memory.CheckpointNotes), and put the names in their runs' agents in place of the
     unknown ones. Sent only then, after both are stored."""
+    sends = """unnest(%(task_ids)b::text[], %(idxs)b::int4[], %(run_ids)b::text[], %(unknown)b::text[], %(agents)b::text[])
+        AS f(task_id, idx, run_id, unknown, agent)"""
     return f"""
 WITH named AS (
     UPDATE {q}.action_log a SET agent = f.agent
-    FROM unnest(%(task_ids)b::text[], %(idxs)b::int4[], %(run_ids)b::text[], %(unknown)b::text[], %(agents)b::text[])
-        AS f(task_id, idx, run_id, unknown, agent)
+    FROM {sends}
     WHERE a.thread_id = %(thread_id)s AND a.checkpoint_ns = %(checkpoint_ns)s AND a.checkpoint_id = %(checkpoint_id)s
       AND a.task_id = f.task_id AND a.idx = f.idx AND a.run_id = f.run_id AND a.agent = f.unknown
+), named_folded AS (
+    UPDATE {q}.checkpoint_writes w SET agent = f.agent
+    FROM {sends}
+    WHERE w.thread_id = %(thread_id)s AND w.checkpoint_ns = %(checkpoint_ns)s AND w.checkpoint_id = %(checkpoint_id)s
+      AND w.task_id = f.task_id AND f.idx = 0 AND w.run_id = f.run_id AND w.agent = f.unknown
 )
 UPDATE {q}.run_log r SET agents = (
     SELECT array_agg(n.name ORDER BY n.first) FROM (

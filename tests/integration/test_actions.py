@@ -147,6 +147,60 @@ def test_two_invokes_and_a_resume_are_three_runs_each_holding_its_checkpoints(sa
     ]
 
 
+def _table_counts(dsn: str, schema: str, thread_id: str) -> tuple[int, int]:
+    """(action_log rows, writes rows holding an action) of a thread."""
+    (row,) = query(
+        dsn,
+        schema,
+        """SELECT (SELECT count(*) FROM action_log WHERE thread_id = %s) AS logged,
+                  (SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s AND action_type IS NOT NULL) AS folded""",
+        thread_id,
+        thread_id,
+    )
+    return row["logged"], row["folded"]
+
+
+def _without_thread(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(r["checkpoint_id"], r["run_id"], r["step"], r["task_id"], r["agent"], r["action_type"], r["payload"]) for r in rows]
+
+
+def test_actions_held_by_packed_writes_rows_outlive_a_prune_copy_with_the_thread_and_are_stored_once(
+    saver: Any, pg_dsn: str, schema_name: str
+) -> None:
+    """A task's packed writes row holds its action (migration 0014); the `actions` view reads
+    them with action_log's. A copy takes them along, a prune moves them to action_log (the
+    log outlives the writes), and the same writes sent again add no second row."""
+    graph = agents.tool_agent(saver, agents.calculator_replies())
+    config = thread()
+    tid = config["configurable"]["thread_id"]
+    graph.invoke({"messages": [("user", "what is 1+2?")]}, config, durability="sync")
+    before = actions(pg_dsn, schema_name, tid)
+    assert [(a, t) for _, a, t in kinds(before)] == [
+        ("__start__", "human"),
+        ("agent", "tool_call"),
+        ("tools", "observation"),
+        ("agent", "llm_call"),
+    ]
+    assert _table_counts(pg_dsn, schema_name, tid) == (0, 4)  # every task's row holds its action
+    # The same writes sent again (a retry whose first statement committed): no second row.
+    last = graph.get_state(config)
+    parent = last.parent_config
+    assert parent is not None
+    task = next(t for t in graph.get_state(parent).tasks if t.name == "agent")
+    again = {**parent, "metadata": {"run_id": before[-1]["run_id"]}}
+    saver.put_writes(again, [("messages", last.values["messages"][-1:])], task.id)
+    assert actions(pg_dsn, schema_name, tid) == before
+    # A copy holds the same rows, at the same times.
+    copy = f"{tid}-copy"
+    saver.copy_thread(tid, copy)
+    assert _without_thread(actions(pg_dsn, schema_name, copy)) == _without_thread(before)
+    assert [r["created_at"] for r in actions(pg_dsn, schema_name, copy)] == [r["created_at"] for r in before]
+    # A prune deletes the writes of every checkpoint but the newest: their actions stay.
+    saver.prune([tid])
+    assert actions(pg_dsn, schema_name, tid) == before
+    assert _table_counts(pg_dsn, schema_name, tid) == (4, 0)
+
+
 class Counting(TypedDict):
     n: int
     row_versions: Annotated[list[str], lambda a, b: a + b]
@@ -436,14 +490,26 @@ def test_under_encryption_no_message_text_is_stored_anywhere(pg_dsn: str, schema
 
 
 def test_the_three_common_questions_are_index_scans_on_a_large_log(saver: Any, pg_dsn: str, schema_name: str) -> None:
-    """A run's actions in order; an agent's tool calls in the last hour; failed runs today."""
+    """A run's actions in order; an agent's tool calls in the last hour; failed runs today.
+    Most actions are held by packed writes rows, the rest by action_log (migration 0014):
+    each question reads both through an index, and the writes rows without an action not at all."""
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema_name)))
         conn.execute(
             """INSERT INTO action_log (thread_id, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload, created_at)
             SELECT 't' || (g / 40), 'c' || g, 'task', 'r' || (g / 20), 0, g % 20, 'agent' || (g % 7),
                    (ARRAY['llm_call', 'tool_call', 'observation', 'decision'])[1 + g % 4], '{}', now() - g * interval '1 second'
-            FROM generate_series(1, 100000) g"""
+            FROM generate_series(1, 20000) g"""
+        )
+        conn.execute(
+            """INSERT INTO checkpoint_writes (thread_id, checkpoint_id, task_id, idx, channel, type, value,
+                                              run_id, step, agent, action_type, payload, created_at)
+            SELECT 't' || (g / 40), 'c' || g, 'task', 0, 'messages', 'packed', '\\x00',
+                   CASE WHEN g % 3 > 0 THEN 'r' || (g / 20) END, CASE WHEN g % 3 > 0 THEN g % 20 END,
+                   CASE WHEN g % 3 > 0 THEN 'agent' || (g % 7) END,
+                   CASE WHEN g % 3 > 0 THEN (ARRAY['llm_call', 'tool_call', 'observation', 'decision'])[1 + g % 4] END,
+                   CASE WHEN g % 3 > 0 THEN '{}'::jsonb END, now() - g * interval '1 second'
+            FROM generate_series(20001, 200000) g"""
         )
         conn.execute(
             """INSERT INTO checkpoints (thread_id, checkpoint_id, step, checkpoint)
@@ -454,7 +520,7 @@ def test_the_three_common_questions_are_index_scans_on_a_large_log(saver: Any, p
             SELECT 't' || (g / 2), 'r' || g, now() - g * interval '10 seconds', CASE WHEN g % 50 = 0 THEN 'error' ELSE 'done' END
             FROM generate_series(1, 5000) g"""
         )
-        conn.execute("ANALYZE action_log, run_log, checkpoints")
+        conn.execute("ANALYZE action_log, checkpoint_writes, run_log, checkpoints")
         for question in (
             "SELECT step, agent FROM actions WHERE run_id = 'r77' ORDER BY step",
             "SELECT * FROM actions WHERE agent = 'agent3' AND action_type = 'tool_call' AND created_at > now() - interval '1 hour'",

@@ -12,7 +12,9 @@ time: the statement, each CTE, each subquery. The rules:
   them), every access to a distributed table (FROM, JOIN, USING, the target of an UPDATE or
   DELETE, the target of an INSERT) names the thread at its own level: `alias.thread_id =
   %(thread_id)s` (or `= ANY(%(thread_ids)s)`) among the level's AND-ed conditions, or, for an
-  INSERT, the parameter as the inserted thread_id. A table that reaches the thread only
+  INSERT, the parameter as the inserted thread_id, or the thread_id of a distributed table
+  its SELECT reads (a co-located INSERT ... SELECT; that table is then checked at the
+  SELECT's level like any other). A table that reaches the thread only
   through another table, a CTE or an outer query is not anchored: Citus plans each CTE and
   subquery on its own, so such an access runs on every shard, or is refused as a "complex
   join" when the thread comes from a CTE's column.
@@ -42,7 +44,7 @@ from pglast.enums.primnodes import BoolExprType
 from langgraph_pg_durable.sql.distribute import DISTRIBUTED_TABLES
 
 # The views over the distributed tables (schema.sql): a read of one reads its table.
-VIEWS = {"runs": "run_log", "actions": "action_log"}
+VIEWS = {"runs": "run_log", "actions": "action_log", "action_rows": "action_log"}
 DISTRIBUTED = frozenset(DISTRIBUTED_TABLES) | frozenset(VIEWS)
 _PLACEHOLDER = re.compile(r"%\((\w+)\)[sb]")
 _STATEMENTS = (ast.SelectStmt, ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)
@@ -56,6 +58,7 @@ class _Access:
     alias: str
     inserted: ast.Node | None = None  # an INSERT target: the expression inserted as thread_id
     insert_rows: list[ast.Node] = field(default_factory=list)
+    insert_from: set[str] = field(default_factory=set)  # the distributed tables an INSERT's SELECT reads, by alias
 
 
 @dataclass
@@ -181,7 +184,7 @@ class _Walk:
         if self.distributed(relation):
             columns = [target.name for target in node.cols or ()]
             rows = self.inserted_rows(node.selectStmt, columns.index("thread_id")) if "thread_id" in columns else []
-            level.accesses.append(_Access(relation.relname, alias, insert_rows=rows))
+            level.accesses.append(_Access(relation.relname, alias, insert_rows=rows, insert_from=self.read_by(node.selectStmt)))
         if node.selectStmt is not None:
             nested.append((node.selectStmt, f"{where}, rows inserted into {relation.relname}"))
         conflict = node.onConflictClause
@@ -189,6 +192,18 @@ class _Walk:
             for call in self.calls([*_nodes(conflict.targetList), *_nodes(conflict.whereClause)]):
                 self.found.append(f"volatile-on-conflict: {where}: {call} in ON CONFLICT DO UPDATE of {relation.relname}")
             expressions += [*_nodes(conflict.targetList), *_nodes(conflict.whereClause)]
+
+    def read_by(self, select: Any) -> set[str]:
+        """The aliases of the distributed tables in a SELECT's own FROM (joins included)."""
+        found: set[str] = set()
+        items = list(select.fromClause or ()) if isinstance(select, ast.SelectStmt) else []
+        while items:
+            item = items.pop()
+            if isinstance(item, ast.JoinExpr):
+                items += [item.larg, item.rarg]
+            elif isinstance(item, ast.RangeVar) and self.distributed(item):
+                found.add(item.alias.aliasname if item.alias else item.relname)
+        return found
 
     def inserted_rows(self, select: Any, index: int) -> list[ast.Node]:
         """The expressions an INSERT's rows take as thread_id (one per VALUES row or UNION branch)."""
@@ -266,7 +281,8 @@ class _Walk:
 
     def anchored(self, access: _Access, level: _Level) -> bool:
         if access.insert_rows:
-            return all(self.is_anchor(row) for row in access.insert_rows)
+            read = {(alias, "thread_id") for alias in access.insert_from}
+            return all(self.is_anchor(row) or _column(row) in read for row in access.insert_rows)
         own = ("thread_id",) if len(level.accesses) == 1 and not level.others else None
         for term in level.conjuncts:
             if not isinstance(term, ast.A_Expr) or [n.sval for n in term.name] != ["="]:

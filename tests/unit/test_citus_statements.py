@@ -21,11 +21,13 @@ CATALOGUE = every_statement("s")
 
 STATEMENTS = sorted(name for name, entry in CATALOGUE.items() if not entry.call)
 CALLS = sorted(name for name, entry in CATALOGUE.items() if entry.call)
-# The write functions as the newest migration that makes them defines them (0008 made them,
-# 0011 made them again with the fencing token): its script from the first function on.
-_NEWEST = [m.sql("s") for m in migrations() if "CREATE OR REPLACE FUNCTION" in m.sql("s")][-1]
-ROUTED_MIGRATION = _NEWEST[_NEWEST.index("CREATE OR REPLACE FUNCTION") :]
-BODIES = function_body_statements(ROUTED_MIGRATION)
+# Each write function as the newest migration that makes it defines it (0008 made both,
+# 0011 both again with the fencing token, 0014 lgpd_put_writes again): each such script
+# from its first function on, oldest first, and the newest body of each function.
+ROUTED_SCRIPTS = [
+    text[text.index("CREATE OR REPLACE FUNCTION") :] for text in (m.sql("s") for m in migrations()) if "CREATE OR REPLACE FUNCTION" in text
+]
+BODIES = {name: body for script in ROUTED_SCRIPTS for name, body in function_body_statements(script).items()}
 # Where each write function takes its thread (Citus routes a call by it).
 DISTRIBUTION_POSITIONS = {
     "lgpd_put": [name for name, _ in routed.PUT_PARAMETERS].index("thread_id"),
@@ -59,9 +61,8 @@ def test_every_write_function_is_distributed_with_its_signature() -> None:
     """distribute() makes each function the migration creates a distributed function: its
     signature there is the one the migration declares."""
     assert set(BODIES) == set(routed.FUNCTIONS)
-    for raw in parse_sql(ROUTED_MIGRATION):
-        statement = raw.stmt
-        name = statement.funcname[-1].sval
+    newest = {raw.stmt.funcname[-1].sval: raw.stmt for script in ROUTED_SCRIPTS for raw in parse_sql(script)}
+    for name, statement in newest.items():
         types = tuple(_type_name(p.argType) for p in statement.parameters)
         assert types == routed.FUNCTIONS[name], name
         assert routed.DISTRIBUTION_ARGUMENT in [p.name for p in statement.parameters], name
@@ -155,10 +156,16 @@ def test_an_insert_is_anchored_by_the_thread_it_inserts() -> None:
     assert problems(insert + "VALUES (%(thread_id)s, 'r', 'done')", schema="s", anchors=anchors) == []
     assert problems(insert + "SELECT %(thread_id)s::text, 'r', 'done'", schema="s", anchors=anchors) == []
     assert problems(insert + "VALUES ('t', %(thread_id)s, 'done')", schema="s", anchors=anchors) != []
+    # A co-located INSERT ... SELECT: the thread of the table it reads, that table anchored.
     copied = insert + 'SELECT k.thread_id, k.run_id, k.status FROM "s".run_log k WHERE k.thread_id = %(thread_id)s'
-    assert problems(copied, schema="s", anchors=anchors) == [
-        "unanchored: statement: run_log run_log is not tied to the thread at its own level (run_log.thread_id = %(thread_id)s)"
+    assert problems(copied, schema="s", anchors=anchors) == []
+    loose = insert + 'SELECT k.thread_id, k.run_id, k.status FROM "s".run_log k WHERE k.run_id = %(thread_id)s'
+    assert problems(loose, schema="s", anchors=anchors) == [
+        "unanchored: statement, rows inserted into run_log: run_log k is not tied to the thread at its own level "
+        "(k.thread_id = %(thread_id)s)"
     ]
+    through_cte = "WITH d AS (SELECT %(thread_id)s AS thread_id) " + insert + "SELECT d.thread_id, 'r', 'done' FROM d"
+    assert problems(through_cte, schema="s", anchors=anchors) != []
 
 
 def test_placeholders_become_numbered_parameters_one_per_name() -> None:
