@@ -11,7 +11,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph_pg_durable.core.codec import Codec, dump_json
-from langgraph_pg_durable.core.history import FIRST_PAGE, LARGEST_PAGE, HistoryScan
+from langgraph_pg_durable.core.history import FILTERED_FIRST_PAGE, FIRST_PAGE, LARGEST_PAGE, HistoryScan
 from langgraph_pg_durable.core.metadata import dump_metadata
 from langgraph_pg_durable.core.offload import ObjectRef
 from langgraph_pg_durable.errors import CheckpointIntegrityError, ConfigError, DeserializationError
@@ -224,6 +224,14 @@ def test_a_filter_and_before_add_their_fragments() -> None:
     assert params["filter"] == '{"source":"loop","step":2}'
     assert params["before_id"] == "c5"
     assert not history.done
+
+
+def test_a_filtered_walk_starts_with_a_larger_page() -> None:
+    """Its matches are sparse: a first page of 8 left the rest to a second scan of the thread."""
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    assert scan(config).page_params()["page_size"] == FIRST_PAGE
+    assert scan(config, filter={"source": "input"}).page_params()["page_size"] == FILTERED_FIRST_PAGE > FIRST_PAGE
+    assert scan(config, filter={"source": "input"}, limit=3).page_params()["page_size"] == 3
 
 
 def test_before_takes_a_top_level_checkpoint_id_as_the_agent_server_passes_it() -> None:
