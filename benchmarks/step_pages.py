@@ -23,7 +23,7 @@ so it is made in three parts:
   parents chained, steps continued (column and metadata), channel versions counted on and
   list write keys renamed (in checkpoints, channel_values, channel_items and the writes'
   bytes), task ids derived from the new checkpoint ids as LangGraph derives them (checked
-  on the template first), each turn a new run (run_log, action_log); the copies are
+  on the template first), each turn a new run (run_log, the actions); the copies are
   placed in the past, so that
 - the graph itself adds the last turns (resuming from the copied history) to the exact
   length; the template is then deleted. (About 40 s for 20,000 checkpoints on 2 cores.)
@@ -86,7 +86,7 @@ COLUMNS = {
     ),
     "checkpoint_writes": (
         "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "task_path", "channel", "type", "value", "created_at",
-        "object_key", "object_sha256", "object_size", "item_version",
+        "object_key", "object_sha256", "object_size", "item_version", "run_id", "step", "agent", "action_type", "payload",
     ),
     "action_log": (
         "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "run_id", "idx", "step", "agent", "action_type", "payload",
@@ -330,6 +330,9 @@ class Template:
                         "value": self._bytes(r["value"], copy),
                         "created_at": r["created_at"] + delta,
                         "item_version": self.token(r["item_version"], copy) if r["item_version"] else None,
+                        # The task's action, when its packed row holds one (migration 0014).
+                        "run_id": shifted_run_id(r["run_id"], shift_us) if r["run_id"] else r["run_id"],
+                        "step": None if r["step"] is None else r["step"] + offset,
                     }
                 )
         for r in self.rows["action_log"]:

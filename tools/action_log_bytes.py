@@ -4,8 +4,9 @@
 
 Runs `create_react_agent` (its ToolNode Sends carry the whole state) and langchain's
 `create_agent` for N turns each (a user message, a tool call, its result, an answer), driven
-by a scripted chat model, on our saver, and prints the `action_log` payload bytes
-(`pg_column_size`) per turn, the largest row, and the table's size. Without --dsn it starts
+by a scripted chat model, on our saver, and prints the actions' payload bytes (`pg_column_size`
+over `action_rows`) per turn, the largest row, and the size of the action_log table (which
+holds the actions no packed writes row holds, migration 0014). Without --dsn it starts
 the tests' PostgreSQL server.
 """
 
@@ -70,7 +71,7 @@ def measure(dsn: str, kind: str, turns: int) -> dict[str, float]:
             for turn in range(turns):
                 agent.invoke({"messages": [("user", f"weather in city {turn}?")]}, config, durability="sync")
         with psycopg.connect(dsn, autocommit=True) as conn:
-            table = sql.Identifier(schema, "action_log")
+            table = sql.Identifier(schema, "action_rows")  # action_log's rows and those packed writes rows hold (0014)
             total, largest, rows = conn.execute(
                 sql.SQL("SELECT sum(pg_column_size(payload)), max(pg_column_size(payload)), count(*) FROM {}").format(table)
             ).fetchone()
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             m = measure(dsn, kind, args.turns)
             print(
                 f"{kind}: {args.turns} turns, {m['rows']} rows, payload {m['total'] / 1e3:.1f} kB "
-                f"({m['per_turn']:.0f} B a turn, largest row {m['largest']:,} B), action_log {m['table'] / 1e3:.0f} kB"
+                f"({m['per_turn']:.0f} B a turn, largest row {m['largest']:,} B), action_log table {m['table'] / 1e3:.0f} kB"
             )
     finally:
         if server is not None:
