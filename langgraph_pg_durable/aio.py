@@ -498,7 +498,8 @@ class AsyncDurablePostgresSaver(SaverCore):
                 await cur.execute(schema_sql.current_version_sql(quoted))
                 current = (await cur.fetchone())[0]  # type: ignore[index]
                 for migration in schema_sql.pending(self.schema, current):
-                    await cur.execute(migration.sql(self.schema), prepare=False)
+                    for statement in migration.statements(self.schema):
+                        await cur.execute(statement, prepare=False)
                     await cur.execute(schema_sql.record_sql(quoted), (migration.version, migration.name))
 
         attempts = Attempts(self.retry, f"setup of schema {shown(self.schema)}")

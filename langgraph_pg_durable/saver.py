@@ -466,7 +466,8 @@ class DurablePostgresSaver(SaverCore):
                 cur.execute(schema_sql.current_version_sql(quoted))
                 current = (cur.fetchone())[0]  # type: ignore[index]
                 for migration in schema_sql.pending(self.schema, current):
-                    cur.execute(migration.sql(self.schema), prepare=False)
+                    for statement in migration.statements(self.schema):
+                        cur.execute(statement, prepare=False)
                     cur.execute(schema_sql.record_sql(quoted), (migration.version, migration.name))
 
         attempts = Attempts(self.retry, f"setup of schema {shown(self.schema)}")

@@ -31,6 +31,36 @@ class Migration:
         string literal (DO blocks build their statements with format('%I', ...))."""
         return self.template.format(schema=quote_schema(schema), schema_literal=schema_literal(schema))
 
+    def statements(self, schema: str) -> list[str]:
+        """The step's statements for `schema`, each on its own, as setup() sends them: on a
+        schema already distributed, Citus sends an ALTER TABLE or a CREATE INDEX to its
+        workers as the text of the query it came in, and a worker refuses a text of several
+        commands ("cannot insert multiple commands into a prepared statement")."""
+        return split_statements(self.sql(schema))
+
+
+_DOLLAR_QUOTE = re.compile(r"\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$")  # $tag$ or $$
+
+
+def split_statements(script: str) -> list[str]:
+    """A migration script cut into its statements: each ends with a `;` that ends a line
+    outside a dollar-quoted body (`$fn$ ... $fn$`); what holds no SQL but comments is
+    dropped. Written for the package's own scripts, which keep to that layout (a unit test
+    parses every piece as exactly one statement)."""
+    out: list[str] = []
+    current: list[str] = []
+    body: str | None = None  # the tag of the dollar-quoted body the line is in
+    for line in script.splitlines(keepends=True):
+        current.append(line)
+        code = line if body is not None else line.split("--", 1)[0]
+        for tag in _DOLLAR_QUOTE.findall(code):
+            body = tag if body is None else (None if tag == body else body)
+        if body is None and code.rstrip().endswith(";"):
+            out.append("".join(current))
+            current = []
+    out.append("".join(current))
+    return [piece for piece in out if any(line.split("--", 1)[0].strip() for line in piece.splitlines())]
+
 
 @lru_cache(maxsize=1)
 def migrations() -> tuple[Migration, ...]:

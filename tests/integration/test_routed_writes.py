@@ -78,8 +78,11 @@ def _stored(saver: DurablePostgresSaver, pg_dsn: str, schema: str) -> dict[str, 
                 for t in history
             ],
             "writes": sorted((w[1], repr(_plain(w[2]))) for t in history for w in t.pending_writes or []),
-            "actions": [(a.agent, a.action_type, a.step) for a in saver.list_actions(thread_id=thread)],
-            "runs": sorted((r.status, r.steps, r.agents) for r in saver.list_runs(thread_id=thread)),
+            # Sorted: a resume's value and the resumed task's writes are saved from different
+            # threads (LangGraph's), and commit in either order, which orders their rows and a
+            # run's agents.
+            "actions": sorted((a.step, a.agent, a.action_type) for a in saver.list_actions(thread_id=thread)),
+            "runs": sorted((r.status, r.steps, tuple(sorted(r.agents))) for r in saver.list_runs(thread_id=thread)),
         }
     with psycopg.connect(pg_dsn) as conn:
         for table in TABLES:

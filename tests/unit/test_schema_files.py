@@ -8,6 +8,7 @@ from pathlib import Path
 from importlib import resources
 
 import pytest
+from pglast import parse_sql
 
 from langgraph_pg_durable import SchemaVersionError
 from langgraph_pg_durable.sql import schema as schema_sql
@@ -32,6 +33,37 @@ def test_every_migration_and_schema_sql_format_with_a_schema_name(schema: str) -
         text = migration.sql(schema)  # a stray `{` or `}` in a template raises here
         assert quoted in text or f"'{schema}'" in text, migration.name
         assert "{schema" not in text, migration.name
+
+
+@pytest.mark.parametrize("migration", schema_sql.migrations(), ids=lambda m: f"{m.version:04d}")
+def test_every_migration_is_cut_into_its_statements_one_by_one(migration: schema_sql.Migration) -> None:
+    """setup() sends a migration statement by statement (on Citus a DDL command reaches the
+    workers as the text it came in, which must hold that command alone): each piece is
+    exactly one statement, and the pieces are the whole script, in order."""
+    script = migration.sql("s")
+    pieces = migration.statements("s")
+    assert pieces, migration.name
+    assert [len(parse_sql(piece)) for piece in pieces] == [1] * len(pieces), migration.name
+    assert len(parse_sql(script)) == len(pieces), migration.name
+    assert all(piece in script for piece in pieces), migration.name
+
+
+def test_a_script_is_cut_at_line_ends_outside_dollar_quoted_bodies() -> None:
+    script = """-- a comment; not a statement end
+CREATE TABLE t (a int);
+DO $body$
+BEGIN
+    PERFORM 1;  -- inside the body
+END
+$body$;
+CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $fn$ SELECT 1; $fn$;
+-- only a comment at the end;
+"""
+    assert [piece.strip().splitlines()[-1] for piece in schema_sql.split_statements(script)] == [
+        "CREATE TABLE t (a int);",
+        "$body$;",
+        "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $fn$ SELECT 1; $fn$;",
+    ]
 
 
 def test_schema_sql_says_it_is_generated_in_its_first_line() -> None:
