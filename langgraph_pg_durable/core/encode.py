@@ -31,7 +31,7 @@ PACKED_WRITES_TYPE = "langgraph-pg-durable/writes-v1"  # one row holding several
 def packable(task_id: str, channels: Sequence[str], refs: Sequence[ObjectRef | None], item_keys: Sequence[str | None]) -> bool:
     """Whether a task's writes go in one row: a row per write costs ~330 bytes with its
     index entry, more than a step counter or a routing flag it holds, and the row holds the
-    task's action (sql.writes.FOLDED_COLUMNS): one write is packed too. Not for special
+    task's action (sql.action_row.FOLDED): one write is packed too. Not for special
     channels (replaced one by one), offloaded values or writes stored as items of more
     than one list (their row names one object, one write key), nor for the null task,
     whose writes LangGraph sends again with more appended (each time a task has writes

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .action_row import FOLDED, FOLDED_COLUMNS, folded_columns
+
 T = "ANY(%(thread_ids)s)"  # the threads a delete or prune is of
 
 
@@ -49,10 +51,8 @@ gone AS (
       AND c.checkpoint_id = d.checkpoint_id
     RETURNING c.thread_id, c.checkpoint_ns, c.value_channels, c.value_versions
 ), kept_actions AS (
-    INSERT INTO {q}.action_log (
-        thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload, created_at)
-    SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.run_id, 0, w.step, w.agent, w.action_type,
-           w.payload, w.created_at
+    INSERT INTO {q}.action_log (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, {FOLDED_COLUMNS}, created_at)
+    SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, 0, {folded_columns("w")}, w.created_at
     FROM {q}.checkpoint_writes w JOIN doomed d
       ON w.thread_id = {T} AND w.thread_id = d.thread_id AND w.checkpoint_ns = d.checkpoint_ns
      AND w.checkpoint_id = d.checkpoint_id
@@ -139,7 +139,7 @@ def delete_for_runs(q: str) -> str:
 gone_actions AS (
     DELETE FROM {q}.action_log WHERE thread_id = {T} AND run_id = ANY(%(run_ids)s)
 ), gone_folded AS (
-    UPDATE {q}.checkpoint_writes w SET run_id = NULL, step = NULL, agent = NULL, action_type = NULL, payload = NULL
+    UPDATE {q}.checkpoint_writes w SET {", ".join(f"{column} = NULL" for column in FOLDED)}
     WHERE w.thread_id = {T} AND {runs} AND NOT EXISTS (
         SELECT 1 FROM doomed d
         WHERE d.thread_id = w.thread_id AND d.checkpoint_ns = w.checkpoint_ns AND d.checkpoint_id = w.checkpoint_id)
@@ -189,9 +189,9 @@ WITH taken AS MATERIALIZED (
 ), copied_writes AS (
     INSERT INTO {q}.checkpoint_writes (
         thread_id, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value,
-        object_key, object_sha256, object_size, item_version, run_id, step, agent, action_type, payload, created_at)
+        object_key, object_sha256, object_size, item_version, {FOLDED_COLUMNS}, created_at)
     SELECT %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel, type, value,
-           object_key, object_sha256, object_size, item_version, run_id, step, agent, action_type, payload, created_at
+           object_key, object_sha256, object_size, item_version, {FOLDED_COLUMNS}, created_at
     FROM {q}.checkpoint_writes WHERE thread_id = %(source)s AND NOT (SELECT taken FROM taken)
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
 ), copied_actions AS (

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 
 from .columns import Columns
+from .action_row import FOLDED_COLUMNS
 
 
 class RunColumn(Columns):
@@ -128,7 +129,7 @@ def actions_from(q: str) -> str:
     row without one."""
     step = f"""coalesce(a.step, (SELECT c.step + 1 FROM {q}.checkpoints c
         WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = a.checkpoint_ns AND c.checkpoint_id = a.checkpoint_id))"""
-    columns = "thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, {idx}, step, agent, action_type, payload, created_at"
+    columns = f"thread_id, checkpoint_ns, checkpoint_id, task_id, {{idx}}, {FOLDED_COLUMNS}, created_at"
     window = """
     WHERE {t}.thread_id = %(thread_id)s AND {t}.checkpoint_ns = %(checkpoint_ns)s AND {t}.checkpoint_id >= %(checkpoint_id)s"""
     return f"""

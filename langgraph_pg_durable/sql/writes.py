@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .action_row import FOLDED_COLUMNS, FOLDED_VALUES
 from .fencing import fence_lost
 
 NULL_TASK = "00000000-0000-0000-0000-000000000000"  # the caller's writes (a Command, a resume)
@@ -76,14 +77,6 @@ def _checkpoint_gone(q: str) -> str:
 
 KEPT = "NOT EXISTS (SELECT 1 FROM gone)"
 
-# A task's packed writes row holds its action (migration 0014): the action_log columns
-# but the key, which is the row's own (its `idx` is the packed row's last index; the
-# action's is 0, the index of its first write), with run_id '' for no run, as in
-# action_log. A row without an action has NULL in all five. The `action_rows` view reads
-# both tables as one.
-FOLDED_COLUMNS = "run_id, step, agent, action_type, payload"
-FOLDED_VALUES = "coalesce(%(run_id)s::text, ''), s.step, %(agent)s::text, %(action_type)s, %(payload)s::jsonb"
-
 _STATUS = """status = CASE WHEN EXCLUDED.status_step >= coalesce(r.status_step, EXCLUDED.status_step)
                   THEN EXCLUDED.status ELSE r.status END,
     status_step = greatest(r.status_step, EXCLUDED.status_step)"""
@@ -124,7 +117,7 @@ def _task_log(q: str, *, run: bool = True, folded: bool = False) -> str:
     checkpoint is `gone`: the statement's first CTE).
 
     `folded`: the statement stores the task's writes as one packed row, which holds the
-    action itself (`FOLDED_COLUMNS`, migration 0014): no action_log row, its key and three
+    action itself (`action_row.FOLDED`, migration 0014): no action_log row, its key and three
     index entries, beside the row that holds the same task. Otherwise the action row goes
     to action_log, unless the task's packed row holds this run's action already (the same
     writes sent again after their first statement committed).
@@ -158,10 +151,8 @@ def _task_log(q: str, *, run: bool = True, folded: bool = False) -> str:
         ""
         if folded
         else f""", logged AS (
-    INSERT INTO {q}.action_log AS a (
-        thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx, step, agent, action_type, payload)
-    SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, coalesce(%(run_id)s::text, ''),
-           %(action_idx)s::int, s.step, %(agent)s::text, %(action_type)s, %(payload)s::jsonb
+    INSERT INTO {q}.action_log AS a (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, {FOLDED_COLUMNS})
+    SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(action_idx)s::int, {FOLDED_VALUES}
     FROM task_step s WHERE NOT EXISTS (
         SELECT 1 FROM {_task_writes(q, "f")} AND f.run_id = coalesce(%(run_id)s::text, '') AND %(action_idx)s = 0)
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, run_id, idx) DO UPDATE SET
@@ -340,9 +331,10 @@ def _not_packed_already(q: str) -> str:
 
 def put_packed_writes(q: str, *, items: bool, log: bool = True, run: bool = True) -> str:
     """A task's writes as one row, for a task that has no writes at the checkpoint yet,
-    holding the task's action with `log`; returns a row when it stored it. For a task re-run (or a retry) it stores nothing,
-    and the caller sends `put_writes`, a row per write, which keeps the first write at
-    each index and adds the rest, as the official saver's row per write does."""
+    holding the task's action with `log`; returns a row when it stored it. For a task
+    re-run (or a retry) it stores nothing, and the caller sends `put_writes`, a row per
+    write, which keeps the first write at each index and adds the rest, as the official
+    saver's row per write does."""
     ctes = (
         [_checkpoint_gone(q)]
         + ([_task_log(q, run=run, folded=True)] if log else [])

@@ -2,7 +2,7 @@
 -- task's action: the action_log columns but the key, which is the row's own. Before, every
 -- task had its action_log row beside its writes row: a second heap row with the same key,
 -- a primary-key entry and a speculative insert's extra record, ~400 bytes of WAL a step
--- (sql/writes.py, FOLDED_COLUMNS). action_log keeps the actions no packed row holds: the
+-- (sql/action_row.py). action_log keeps the actions no packed row holds: the
 -- caller's writes, errors and interrupts, offloaded writes, a task re-run, a run not saved,
 -- a backfill, and those of writes a prune deleted. NULL in all five on any other row.
 ALTER TABLE {schema}.checkpoint_writes
