@@ -443,6 +443,13 @@ class CheckpointNotes:
             return self._notes.get((thread_id, ns, checkpoint_id))
 
 
+# What `MessageMemory.prior` looks a message up in: the ids a checkpoint holds, those of its
+# messages still kept, a lane's writes (id to the first checkpoint and the message), and the
+# checkpoint a lane's write must precede.
+_Source = tuple[frozenset[str], Mapping[str, Any], Mapping[str, tuple[str, Any]], str]
+_NOT_FOUND = object()  # `MessageMemory._look_up` found nothing (None could be a message)
+
+
 class MessageMemory:
     """The messages the action log takes as already in a channel when a task writes them
     again (`core.actions.describe`), by id: those a recent checkpoint's message lists held
@@ -540,35 +547,73 @@ class MessageMemory:
                 self._written.popitem(last=False)
 
     def prior(
-        self, thread_id: str, ns: str, checkpoint_id: str, ids: Iterable[str], parents: Mapping[str, str] | None = None
+        self,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        ids: Iterable[str],
+        parents: Mapping[str, str] | None = None,
+        *,
+        handed: bool = False,
     ) -> dict[str, Any]:
         """Those of `ids`, written by a task to the checkpoint, that were there before it,
         each with the message it was (`KNOWN` when that is no longer kept). In a subgraph,
         the messages its parent graphs' tasks were handed (`parents`: namespace to
         checkpoint id, LangGraph's `checkpoint_map`) count too: a subgraph's input is not
-        its own work."""
+        its own work.
+
+        With `handed` (the writes are a subgraph's input), a message known anywhere in the
+        thread before the checkpoint counts as well. Under `durability="async"` a subgraph
+        can start before its parent's checkpoint, or the writes of the parent task that
+        made a message, reach the saver (LangGraph sends them from other threads); the
+        message is then known only from the graph that made it (an agent subgraph's own
+        lane), and without this the input row would count it as new, depending on which
+        thread ran first."""
         at = [(ns, checkpoint_id), *((p_ns, p_id) for p_ns, p_id in (parents or {}).items() if p_ns != ns)]
         with self._lock:
-            sources = [
-                (
-                    self._ids.get((thread_id, a_ns, a_id), frozenset()),
-                    self._found((thread_id, a_ns, a_id)) or {},
-                    self._written.get((thread_id, a_ns), {}),
-                    a_id,
-                )
-                for a_ns, a_id in at
-            ]
+            sources = [self._source(thread_id, a_ns, a_id) for a_ns, a_id in at]
             out: dict[str, Any] = {}
+            missing: list[str] = []
             for message_id in ids:
-                for known, held, lane, before in sources:
-                    entry = lane.get(message_id)
-                    if message_id in known:
-                        out[message_id] = held[message_id] if message_id in held else entry[1] if entry is not None else KNOWN
-                        break
-                    if entry is not None and entry[0] < before:
-                        out[message_id] = entry[1]
-                        break
+                found = self._look_up(message_id, sources)
+                if found is not _NOT_FOUND:
+                    out[message_id] = found
+                else:
+                    missing.append(message_id)
+            if handed and missing:
+                anywhere = self._thread_sources(thread_id, checkpoint_id)
+                for message_id in missing:
+                    found = self._look_up(message_id, anywhere)
+                    if found is not _NOT_FOUND:
+                        out[message_id] = found
             return out
+
+    def _source(self, thread_id: str, ns: str, checkpoint_id: str) -> _Source:
+        """What is known of a checkpoint's messages and its graph's writes (under the lock)."""
+        key = (thread_id, ns, checkpoint_id)
+        return self._ids.get(key, frozenset()), self._found(key) or {}, self._written.get((thread_id, ns), {}), checkpoint_id
+
+    def _thread_sources(self, thread_id: str, before: str) -> list[_Source]:
+        """Every checkpoint of the thread older than `before` whose messages are known, and
+        every lane of its writes, each lane's entries counting from `before` (under the lock)."""
+        held: list[_Source] = [
+            (ids, self._found(key) or {}, {}, before) for key, ids in self._ids.items() if key[0] == thread_id and key[2] < before
+        ]
+        lanes: list[_Source] = [
+            (frozenset(), {}, lane, before) for (lane_thread, _), lane in self._written.items() if lane_thread == thread_id
+        ]
+        return [*held, *lanes]
+
+    @staticmethod
+    def _look_up(message_id: str, sources: Sequence[_Source]) -> Any:
+        """The message a source knows by `message_id`, first source first, or `_NOT_FOUND`."""
+        for known, held, lane, before in sources:
+            entry = lane.get(message_id)
+            if message_id in known:
+                return held[message_id] if message_id in held else entry[1] if entry is not None else KNOWN
+            if entry is not None and entry[0] < before:
+                return entry[1]
+        return _NOT_FOUND
 
     def forget_threads(self, thread_ids: Sequence[str]) -> None:
         """Drop what is known of deleted threads (their ids may come back as new)."""

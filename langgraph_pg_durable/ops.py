@@ -41,6 +41,7 @@ from .core.actions import (
     describe_unsaved,
     held_message_ids,
     held_messages,
+    is_subgraph_input,
     readable,
     replayed_messages,
     send_index,
@@ -403,7 +404,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             return self._note_checkpoint(key.thread_id, key.checkpoint_ns, checkpoint, metadata, take=True)
         return []
 
-    def _task_log(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]]) -> encode.TaskLog | None:
+    def _task_log(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_path: str) -> encode.TaskLog | None:
         """What the action row of a put_writes to `config`'s checkpoint needs (None: log off),
         the messages of `writes` taken as known from then on."""
         if not self.action_log:
@@ -415,7 +416,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         at = (key.thread_id, key.checkpoint_ns, key.checkpoint_id or "")
         parents = config.get("configurable", {}).get(CHECKPOINT_MAP) if key.checkpoint_ns else None
         parents = {k: v for k, v in parents.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(parents, Mapping) else None
-        prior = self.messages.prior(*at, written, parents) if written else None
+        handed = is_subgraph_input(key.checkpoint_ns, task_path or "")
+        prior = self.messages.prior(*at, written, parents, handed=handed) if written else None
         self.messages.wrote(*at, written)
         label = agent_label(config.get("metadata")) if key.checkpoint_ns else None
         return encode.TaskLog(self._run_of(config), step, note[1] if note is not None else None, prior, label)
@@ -547,7 +549,15 @@ class SaverCore(BaseCheckpointSaver[str]):
             parse_config(config, need_checkpoint_id=True)
             return
         built = encode.put_writes_params(
-            self.codec, config, writes, task_id, task_path, self.placement, self.lists, self.memory, self._task_log(config, writes)
+            self.codec,
+            config,
+            writes,
+            task_id,
+            task_path,
+            self.placement,
+            self.lists,
+            self.memory,
+            self._task_log(config, writes, task_path),
         )
         params = built.params
         where = f"put_writes of task {shown(task_id)} on thread {shown(params['thread_id'])}"

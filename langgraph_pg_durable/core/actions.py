@@ -217,7 +217,7 @@ def describe(
             _put(state, repeated, channel, _state_value(value))
     if task_id == NULL_TASK_ID or task_path.startswith(_UPDATE) or (task_path == _PULL + _START and not checkpoint_ns):
         action_type = "human"  # the caller's input, its Command, a resume value, or an update_state edit
-    elif task_path == _PULL + _START:
+    elif is_subgraph_input(checkpoint_ns, task_path):
         action_type = "decision"  # what a parent graph handed its subgraph
     else:
         action_type = next((kind for kind in ACTION_TYPES if kind in kinds), "decision")
@@ -235,6 +235,11 @@ def describe(
     if encrypted:
         payload = {MARKER: "encrypted"}
     return Action(agent, action_type, dump_json(payload), idx)
+
+
+def is_subgraph_input(checkpoint_ns: str, task_path: str) -> bool:
+    """Whether a task's writes are a subgraph's input: what its parent graph handed it."""
+    return bool(checkpoint_ns) and task_path == _PULL + _START
 
 
 UNSAVED_AGENT = "__unsaved__"  # the agent of a run whose tasks were not saved (durability="exit")

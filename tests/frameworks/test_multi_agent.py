@@ -1,7 +1,11 @@
 """Multi-agent frameworks: langgraph-swarm (alice hands the user to bob, who keeps them) and
 langgraph-supervisor (a supervisor sends work to a math expert, then to a writer). Each
 agent is a subgraph that returns the whole conversation. On our savers as on
-InMemorySaver: turns, resume on a new saver, history, an `update_state` edit, a fork."""
+InMemorySaver: turns, resume on a new saver, history, an `update_state` edit, a fork.
+
+Both run with `durability="sync"`: test_action_log.py reads their rows, and which messages a
+subgraph's input row counts as handed is exact only when its parent's checkpoint reached the
+saver before the subgraph started (under "async" LangGraph sends it from another thread)."""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ from langgraph.prebuilt import create_react_agent
 from langgraph_supervisor import create_supervisor
 from langgraph_swarm import create_handoff_tool, create_swarm
 from scripted import ScriptedChatModel, ai, call, human
+
+SYNC = {"durability": "sync"}  # see the module's docstring
 
 
 @tool
@@ -43,18 +49,18 @@ async def swarm(run: Run) -> None:
         return create_swarm([alice, bob], default_active_agent="alice").compile(checkpointer=saver)
 
     run.build(build)
-    first = await run.invoke({"messages": [human("h-1", "let me talk to bob")]}, "swarm")
+    first = await run.invoke({"messages": [human("h-1", "let me talk to bob")]}, "swarm", **SYNC)
     assert first["active_agent"] == "bob" and said(first["messages"]) == ["Arr, Bob here."]
 
     await run.reopen()
-    second = await run.invoke({"messages": [human("h-2", "are you there?")]}, "swarm")
+    second = await run.invoke({"messages": [human("h-2", "are you there?")]}, "swarm", **SYNC)
     assert said(second["messages"])[-1] == "Arr, still Bob."
 
     await run.update("swarm", {"active_agent": "alice"})
-    third = await run.invoke({"messages": [human("h-3", "what is 2 + 2?")]}, "swarm")
+    third = await run.invoke({"messages": [human("h-3", "what is 2 + 2?")]}, "swarm", **SYNC)
     assert third["active_agent"] == "alice" and said(third["messages"])[-1] == "Alice again: 2 + 2 = 4."
 
-    forked = await run.fork("swarm", lambda s: s.metadata["source"] == "input" and s.metadata["step"] == -1)
+    forked = await run.fork("swarm", lambda s: s.metadata["source"] == "input" and s.metadata["step"] == -1, **SYNC)
     assert said(forked["messages"]) == ["Alice answers herself."]
     assert (alice_model.calls, bob_model.calls) == (3, 2)
 
@@ -84,14 +90,14 @@ async def supervisor(run: Run) -> None:
         return create_supervisor(agents, model=boss, prompt="You route.").compile(checkpointer=saver)
 
     run.build(build)
-    done = await run.invoke({"messages": [human("h-1", "add 1 and 2, then write it up")]}, "team")
+    done = await run.invoke({"messages": [human("h-1", "add 1 and 2, then write it up")]}, "team", **SYNC)
     assert said(done["messages"]) == ["1 + 2 = 3.", "Three, in words.", "Done: the sum is 3, and it is written up."]
 
     await run.reopen()
     await run.update("team", {"messages": [human("h-2", "(a note from the operator)")]})
     assert (await run.state("team")).values["messages"][-1].id == "h-2"
 
-    forked = await run.fork("team", lambda s: s.next == ("writer",))
+    forked = await run.fork("team", lambda s: s.next == ("writer",), **SYNC)
     assert said(forked["messages"])[-2:] == ["Three, once more.", "Done again."]
     assert (boss.calls, math.calls, writer.calls) == (4, 2, 2)
 

@@ -20,6 +20,7 @@ from langgraph_pg_durable.core.actions import (
     STATE_VALUE_BYTES,
     SendToName,
     agent_name,
+    is_subgraph_input,
     describe,
     readable,
     send_index,
@@ -365,6 +366,27 @@ def test_the_message_memory_knows_what_a_checkpoint_held_and_what_earlier_writes
     assert memory.prior("t", "sub:1", "1f1-x", ["a"], {"": second}) == {"a": a}
     memory.forget_threads(["t"])
     assert memory.prior("t", "", second, ["a", "b"]) == {}
+
+
+def test_a_subgraph_input_counts_what_any_graph_of_the_thread_made_before_it() -> None:
+    # Under durability="async" an agent subgraph's reply can be known only from the agent's
+    # own lane when the next subgraph starts: the parent's checkpoint and the parent task's
+    # writes that carry it come from other threads, in either order.
+    memory = MessageMemory()
+    reply = AIMessage("s-1", id="s-1")
+    memory.wrote("t", "supervisor:1", "1f0-a", {"s-1": reply})
+    memory.hold("t", "other:1", "1f0-b", frozenset({"o"}), {"o": AIMessage("o", id="o")})
+    parents = {"": "1f0-c"}  # not known yet
+    # Handed to the next subgraph: not its work, whichever graph of the thread made it.
+    assert memory.prior("t", "math:1", "1f0-d", ["s-1", "o", "new"], parents, handed=True) == {"s-1": reply, "o": AIMessage("o", id="o")}
+    # Written by a task of the subgraph itself, the same id is what its own lanes say: new.
+    assert memory.prior("t", "math:1", "1f0-d", ["s-1"], parents) == {}
+    # Made after the subgraph's input checkpoint, or in another thread: new.
+    memory.wrote("t", "late:1", "1f0-e", {"l": reply})
+    memory.wrote("u", "supervisor:1", "1f0-a", {"u": reply})
+    assert memory.prior("t", "math:1", "1f0-d", ["l", "u"], parents, handed=True) == {}
+    assert is_subgraph_input("math:1", PULL + "__start__") and not is_subgraph_input("", PULL + "__start__")
+    assert not is_subgraph_input("math:1", PULL + "agent")
 
 
 def test_the_message_memory_keeps_ids_longer_than_messages() -> None:
