@@ -9,7 +9,9 @@ chat), on InMemorySaver, the official saver and ours (action log on). Per step:
   too), less InMemorySaver's on the same graph: what the saver adds to the client;
 - server time: `pg_stat_statements` execution and planning time of the saver's database;
 - WAL: `pg_current_wal_lsn()` before and after (the server does nothing else meanwhile);
-- table bytes: `pg_total_relation_size` of every table of the saver, after the run.
+- table bytes: `pg_total_relation_size` of every table of the saver, after the run; and
+  what the run added to the emptied tables (the schema's empty relations, a page or two
+  for each table and index, are paid once per database, not per step).
 """
 
 from __future__ import annotations
@@ -132,6 +134,7 @@ def run(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
 def run_once(bench: Bench, meter: ServerMeter, saver: BaseCheckpointSaver, kind: str, workload: Workload, delta: bool, steps: int) -> dict:
     """One run of `workload` on a fresh thread of an emptied saver, its raw figures."""
     bench.truncate(kind)
+    empty = bench.db_bytes(kind)
     app = workload.build(saver, steps, delta)
     config = {"configurable": {"thread_id": f"cost-{kind}-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
     dsn = bench.dsn.get(kind)
@@ -143,7 +146,9 @@ def run_once(bench: Bench, meter: ServerMeter, saver: BaseCheckpointSaver, kind:
     final = app.get_state(config).values["step"]
     if final != steps:
         raise AssertionError(f"cost on {kind}: {final} steps, want {steps}")
-    return {"cpu_seconds": cpu, "server_seconds": server, "wal_bytes": wal if dsn else None, "db_bytes": bench.db_bytes(kind)}
+    db_bytes = bench.db_bytes(kind)
+    added = None if db_bytes is None or empty is None else db_bytes - empty
+    return {"cpu_seconds": cpu, "server_seconds": server, "wal_bytes": wal if dsn else None, "db_bytes": db_bytes, "added_bytes": added}
 
 
 def _cells(runs: dict[tuple[str, str], list[dict]], steps: int) -> dict[str, dict[str, Any]]:
@@ -164,6 +169,7 @@ def _cells(runs: dict[tuple[str, str], list[dict]], steps: int) -> dict[str, dic
                 "server_ms": None if server is None else server / steps * 1e3,
                 "wal_bytes": wal / steps,
                 "table_bytes": median(kind, style, "db_bytes"),
+                "table_bytes_added": median(kind, style, "added_bytes"),
                 "memory_cpu_ms": base / steps * 1e3,
             }
     return cells

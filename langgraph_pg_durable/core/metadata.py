@@ -86,12 +86,42 @@ def project(document: Mapping[str, Any], what: str) -> Any:
 
 def dump_metadata(codec: Codec, metadata: Mapping[str, Any]) -> tuple[str, bytes | None]:
     """The jsonb text (for filters and psql) and, when jsonb is lossy, the exact form."""
+    if _plain(metadata):  # as LangGraph's own metadata is: jsonb holds it as it is
+        return dump_json(metadata), None
     projected = project(metadata, "checkpoint metadata")
     exact = None
     if _lossy(metadata):
         type_, data = codec.dump(dict(metadata), channel="<metadata>", where="checkpoint metadata")
         exact = type_.encode() + _EXACT_SEPARATOR + data
     return dump_json(projected), exact
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Whether `value` is JSON that jsonb keeps exactly, within MAX_METADATA_DEPTH: str keys,
+    strings without NUL or lone surrogates, finite floats, ints, dicts, lists and tuples. Such a
+    value is its own projection (`_jsonable`) and is not lossy (`_lossy`), so one walk
+    stands for both."""
+    if isinstance(value, str):
+        return "\x00" not in value and (value.isascii() or _encodable(value))
+    if value is None or isinstance(value, int):  # bool is an int
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if depth >= MAX_METADATA_DEPTH:
+        return False
+    if isinstance(value, dict):  # orjson writes dicts, not every Mapping
+        return all(isinstance(k, str) and _plain(k) and _plain(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v, depth + 1) for v in value)
+    return False
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _lossy(value: Any) -> bool:

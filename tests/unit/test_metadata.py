@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from langgraph.checkpoint.base import EXCLUDED_METADATA_KEYS
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph_pg_durable.core.codec import Codec, load_json
+from langgraph_pg_durable.core.codec import Codec, dump_json, load_json
 from langgraph_pg_durable.core.metadata import (
     MAX_METADATA_DEPTH,
+    _lossy,
     dump_metadata,
     filter_for_sql,
     filter_needs_recheck,
@@ -134,6 +135,40 @@ def test_lossy_metadata_keeps_an_exact_form_that_reads_back_exactly(codec: Codec
     assert exact is not None
     assert back == metadata
     assert [type(k) for k in back] == [type(k) for k in metadata]
+
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from(["\x00", "\ud800"]), max_size=6),
+    st.uuids(),
+)
+_KEYS = st.text(max_size=4) | st.integers(0, 3) | st.just("\x00k")
+
+
+_METADATA = st.dictionaries(
+    _KEYS, st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3)), max_size=4
+)
+
+
+@given(_METADATA)
+@settings(max_examples=300, deadline=None)
+def test_metadata_is_stored_as_its_projection_and_lossy_check_say_whatever_the_walk(metadata: dict[Any, Any]) -> None:
+    # dump_metadata's one walk for plain metadata gives what the projection and the lossy
+    # check give: the same jsonb text, and an exact form exactly when something is lossy.
+    codec = Codec(JsonPlusSerializer())
+    try:
+        want: Any = (dump_json(project(metadata, "m")), _lossy(metadata))
+        if want[1]:
+            codec.dump(dict(metadata), channel="<metadata>", where="checkpoint metadata")
+    except (ConfigError, SerializationError) as exc:
+        with pytest.raises(type(exc)):
+            dump_metadata(codec, metadata)
+        return
+    text, exact = dump_metadata(codec, metadata)
+    assert (text, exact is not None) == want
 
 
 def test_nan_metadata_reads_back_as_nan(codec: Codec) -> None:
