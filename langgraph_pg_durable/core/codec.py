@@ -150,17 +150,17 @@ class Codec:
             return digests, stored_form
         return digests, lambda i: _dump(serde, values[i], channel=channel, where=where)
 
-    def load_items(self, raw: Sequence[tuple[str, bytes | None]], *, where: str) -> list[Any]:
+    def load_items(self, raw: Sequence[tuple[str, bytes | None]], *, where: Where) -> list[Any]:
         """Decode list items in order; a failure is a DeserializationError naming `where`."""
         try:
             return self._load_items(raw)
         except DurableCheckpointError:
             raise
         except (BlockedTypeError, PlaintextRefusedError) as exc:
-            raise DeserializationError(f"{where}: a stored list item {exc}") from exc
+            raise DeserializationError(f"{named(where)}: a stored list item {exc}") from exc
         except Exception as exc:
             raise DeserializationError(
-                f"{where}: a stored list item cannot be decoded ({type(exc).__name__}: {str(exc).strip()[:200]})"
+                f"{named(where)}: a stored list item cannot be decoded ({type(exc).__name__}: {str(exc).strip()[:200]})"
             ) from exc
 
     def _load_items(self, raw: Sequence[tuple[str, bytes | None]]) -> list[Any]:

@@ -21,7 +21,7 @@ from ..errors import CheckpointIntegrityError, DeserializationError, shown
 from ..sql.reads import CHECKPOINT_IN_DETAIL, CheckpointColumn, Detail, Part
 from . import lists as list_layout
 from . import msgpack_bounds
-from .codec import Codec, is_compressed, load_json, unpacked_item
+from .codec import Codec, Where, is_compressed, load_json, named, unpacked_item
 from .encode import PACKED_WRITES_TYPE
 from .keys import CheckpointKey
 from .lists import ListState, RawItems
@@ -125,14 +125,14 @@ def write_row(row: Sequence[Any]) -> WriteRow:
     return (row[Detail.TASK_ID], row[Detail.CHANNEL], row[Detail.TASK_PATH], row[Detail.IDX], row[Detail.TYPE], row[Detail.VALUE])
 
 
-def _unpacked_writes(data: bytes | None, where: str) -> list[tuple[int, str, str, bytes | None]]:
+def _unpacked_writes(data: bytes | None, where: Where) -> list[tuple[int, str, str, bytes | None]]:
     """The (idx, channel, type, bytes) of a packed writes row, checked entry by entry."""
     try:
         if msgpack_bounds.NEEDED:
             msgpack_bounds.check_lengths(data or b"")
         entries = ormsgpack.unpackb(data or b"")
     except Exception as exc:
-        raise DeserializationError(f"{where}: its packed writes row cannot be decoded ({type(exc).__name__})") from exc
+        raise DeserializationError(f"{named(where)}: its packed writes row cannot be decoded ({type(exc).__name__})") from exc
     if not isinstance(entries, list) or not all(
         isinstance(e, list)
         and len(e) == 4
@@ -142,7 +142,7 @@ def _unpacked_writes(data: bytes | None, where: str) -> list[tuple[int, str, str
         and (e[3] is None or isinstance(e[3], bytes))
         for e in entries
     ):
-        raise DeserializationError(f"{where}: its packed writes row is malformed (not [idx, channel, type, bytes] entries)")
+        raise DeserializationError(f"{named(where)}: its packed writes row is malformed (not [idx, channel, type, bytes] entries)")
     return entries
 
 
@@ -163,7 +163,7 @@ def unpack_writes(writes: Iterable[WriteRow], where: Callable[[str], str] = lamb
         return plain
     packed: list[WriteRow] = []
     for task_id, _channel, path, _idx, _type, data in sorted(packed_rows, key=lambda w: w[3]):  # raced rows: a fixed order
-        packed.extend((task_id, ch, path, i, t, d) for i, ch, t, d in _unpacked_writes(data, where(task_id)))
+        packed.extend((task_id, ch, path, i, t, d) for i, ch, t, d in _unpacked_writes(data, partial(where, task_id)))
     seen: set[tuple[str, int]] = set()
     out = []
     for write in packed + plain:
@@ -184,7 +184,7 @@ def resolve_writes(
     """The writes, with each one stored as items rebuilt from `items(channel)` (their raw
     bytes, or with `decoded` the items themselves)."""
     return [
-        (*w[:4], None, list_layout.load_write(codec, w[5], items(w[1]), decoded, where=where(w)))
+        (*w[:4], None, list_layout.load_write(codec, w[5], items(w[1]), decoded, where=partial(where, w)))
         if w[4] == list_layout.WRITE_ITEMS_TYPE
         else w
         for w in writes
@@ -384,7 +384,7 @@ def gather_details(codec: Codec, rows: Sequence[Sequence[Any]]) -> Details:
                 r[Detail.LIST_CHAIN],
                 r[Detail.VALUE],
                 r[Detail.ITEM_VERSIONS],
-                where=f"thread {shown(thread_id)}, channel {shown(channel)} (version {shown(version)})",
+                where=partial(value_named, thread_id, channel, version),
             )
             if part == Part.VALUE:
                 out.wanted.setdefault(lane, []).append((channel, version))

@@ -45,6 +45,10 @@ def _write_named(thread_id: str, checkpoint_id: str, write: WriteRow) -> str:
     return f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, write of task {shown(write[0])} to channel {shown(write[1])}"
 
 
+def _channel_named(thread_id: str, channel: str) -> str:
+    return f"thread {shown(thread_id)}, channel {shown(channel)}"
+
+
 def _of_channel(decoded: Mapping[str, dict[Location, Any]], channel: str) -> Mapping[Location, Any]:
     return decoded.get(channel, {})
 
@@ -257,7 +261,7 @@ class HistoryScan:
         decoded = self.items.setdefault(lane, {})
         for channel, channel_groups in by_channel.items():
             list_layout.decode_into(
-                self.codec, decoded.setdefault(channel, {}), channel_groups, where=f"thread {shown(lane[0])}, channel {shown(channel)}"
+                self.codec, decoded.setdefault(channel, {}), channel_groups, where=partial(_channel_named, lane[0], channel)
             )
         return decoded
 

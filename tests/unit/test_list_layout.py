@@ -13,7 +13,7 @@ from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from rowstore import RowStoreSaver
 
 from langgraph_pg_durable.core.codec import Codec
-from langgraph_pg_durable.core.lists import ListState, locate, plan, restore, stored
+from langgraph_pg_durable.core.lists import ListState, plan, restore, segments_of, stored
 from langgraph_pg_durable.core.offload import Placement
 from langgraph_pg_durable.errors import HistoryRewoundError, ListIntegrityError
 
@@ -251,10 +251,44 @@ def test_a_delta_names_its_chain_and_only_the_new_items() -> None:
     assert state.digests == second.state.digests  # a state read back extends like the writer's own
 
 
+def test_a_walk_builds_each_older_list_as_a_slice_of_the_newer_one_and_refuses_a_missing_item() -> None:
+    codec, placement = Codec(RowStoreSaver().serde), Placement(enabled=False)
+    states: list[Any] = []
+    rows, raw = {}, {}
+    value: list[Any] = []
+    for n in range(4):
+        value = [*value, {"n": n}]
+        planned = plan(
+            codec,
+            channel="c",
+            version=f"v{n}",
+            value=value,
+            base=states[-1] if states else None,
+            snapshot_every=8,
+            placement=placement,
+            where="w",
+        )
+        states.append(planned.state)
+        rows[("c", f"v{n}")] = stored(planned.chain, planned.value, planned.item_versions)
+        for i in planned.items:
+            raw.setdefault(("c", i.version), {})[i.idx] = (i.type, i.data)
+    named: list[tuple[str, str]] = []
+    decoded: dict[str, dict[Any, Any]] = {}
+    wanted = [("c", f"v{n}") for n in (3, 2, 1, 0)]  # newest first, as a walk reads them
+    out = restore(codec, wanted=wanted, rows=rows, raw_items=raw, where=lambda ch, v: named.append((ch, v)) or f"{ch}@{v}", decoded=decoded)
+    lists = [out[key][0] for key in wanted]
+    assert lists == [[{"n": i} for i in range(n)] for n in (4, 3, 2, 1)]
+    assert lists[1][0] is lists[0][0] and lists[1] is not lists[0]  # one decode per item, a list of its own
+    assert named == []  # no error, so no name built
+    del raw[("c", "v0")][0]
+    with pytest.raises(ListIntegrityError, match=r"^c@v3: .*'v0'"):  # named, once it is needed
+        restore(codec, wanted=[("c", "v3")], rows=rows, raw_items=raw, where=lambda ch, v: f"{ch}@{v}", decoded={})
+
+
 def test_a_list_row_that_names_more_items_than_stored_is_refused_before_allocating() -> None:
     row = stored((), b'{"n": [1000000000]}', ["v1"])
     try:
-        locate("v1", {"v1": row}, where="thread 't'", available={"v1": 2})
+        segments_of("v1", {"v1": row}, where="thread 't'", available={"v1": 2})
     except ListIntegrityError as exc:
         assert "1,000,000,000" in str(exc) or "999,999,999" in str(exc)
         assert "thread 't'" in str(exc)
