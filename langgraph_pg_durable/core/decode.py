@@ -285,7 +285,6 @@ def decode_tuple(
     list_rows: dict[tuple[str, str], list_layout.StoredList] = {}
     fetched: dict[tuple[str, str], RawItems] = {}
     wanted: list[tuple[str, str]] = []
-    thread = shown(key.thread_id)
     for r in rows:
         part = r[Detail.PART]
         if part == Part.ITEM:
@@ -305,7 +304,7 @@ def decode_tuple(
                 r[Detail.LIST_CHAIN],
                 r[Detail.VALUE],
                 r[Detail.ITEM_VERSIONS],
-                where=f"thread {thread}, channel {shown(channel)} (version {shown(version)})",
+                where=partial(value_named, key.thread_id, channel, version),
             )
             if part == Part.VALUE:
                 wanted.append((channel, version))
