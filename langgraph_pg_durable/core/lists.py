@@ -403,8 +403,7 @@ def load_write(codec: Codec, body: bytes, items: Mapping[Location, Any] | None, 
         raise DeserializationError(f"{named(where)}: the row of a write stored as items is malformed")
     if count > len(items or {}):  # a count read from a row never sizes an allocation unchecked
         raise ListIntegrityError(f"{named(where)}: the write names {count:,} items; only {len(items or {}):,} are stored")
-    locations = [(key, i) for i in range(count)]
-    found = pick(items or {}, locations, where=where)
+    found = pick(items or {}, [(key, 0, count)], where=where)
     values = found if decoded else codec.load_items(found, where=where)
     if not is_list and len(values) != 1:
         raise DeserializationError(f"{named(where)}: the row of a write stored as items is malformed")
@@ -523,17 +522,9 @@ def pick_segments(groups: Mapping[str, Mapping[int, T]], segments: Sequence[Segm
     return out
 
 
-def pick(items: Mapping[Location, T], locations: Sequence[Location], *, where: Where) -> list[T]:
-    """The items at `locations`, in order; a missing one raises ListIntegrityError."""
-    try:
-        return [items[location] for location in locations]
-    except KeyError as missing:
-        item_version, idx = missing.args[0]
-        raise ListIntegrityError(f"{named(where)}: item {idx} of version {shown(item_version)} is missing") from None
-
-
-def pick_located(items: Mapping[Location, T], segments: Sequence[Segment], *, where: Where) -> list[T]:
-    """`pick` of the locations `segments` cover, without listing them first."""
+def pick(items: Mapping[Location, T], segments: Sequence[Segment], *, where: Where) -> list[T]:
+    """The items of `segments` from `items` (by location), in order; a missing one raises
+    ListIntegrityError."""
     try:
         return [items[(version, idx)] for version, start, count in segments for idx in range(start, start + count)]
     except KeyError as missing:
@@ -640,7 +631,7 @@ def restore(
             cache.update(zip(fresh, codec.load_items([present[loc] for loc in fresh], where=name)))
         built = assembled.setdefault(channel, [])
         prefix = _prefix_of(built, segments)
-        value = prefix if prefix is not None else pick_located(cache, segments, where=name)
+        value = prefix if prefix is not None else pick(cache, segments, where=name)
         built.append((segments, value))
         out[(channel, version)] = (value, None)
     return out

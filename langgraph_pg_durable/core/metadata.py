@@ -55,11 +55,8 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
     nesting past MAX_METADATA_DEPTH and lone surrogates (neither jsonb nor the
     serializer could keep them exactly)."""
     if isinstance(value, str):
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise _LoneSurrogate(value) from None
+        if not value.isascii() and not _encodable(value):
+            raise _LoneSurrogate(value)
         return value.replace("\x00", "\\u0000")
     if value is None or isinstance(value, (bool, int)):
         return value
