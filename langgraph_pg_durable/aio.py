@@ -49,10 +49,11 @@ from .core.threads import ThreadRecord, ThreadScan
 from .core.offload import DEFAULT_THRESHOLD
 from .core.plan import Pause, Plan, Query
 from .core.fencing import DEFAULT_POLICY, DEFAULT_WAIT, DEFAULT_WINDOW
+from .core.keys import parse_config
 from .core.safe_serde import AllowedType
 from .errors import DatabaseUnavailableError, shown
 from .pools import AsyncFailoverPool, drain, with_connection_defaults
-from .inflight import AsyncWritesInFlight
+from .inflight import AsyncWritesInFlight, in_flight_key
 from .memory import DEFAULT_ITEM_CACHE_BYTES
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
 from .objects_async import AsyncObjectStorage
@@ -721,9 +722,12 @@ class AsyncDurablePostgresSaver(SaverCore):
         statement; idempotent, so a retried put never duplicates a step."""
         # Noted before waiting for the parent's writes: the checkpoint's tasks may be done
         # by then, and their action rows need its step and the node of each of its Sends.
-        waiting = self._note_put(config, checkpoint, metadata)
-        done = await self._writes_in_flight.wait(self._parent_key(config))
-        return await self._run(self._put_plan(config, checkpoint, metadata, new_versions, parent_writes_done=done, waiting_sends=waiting))
+        key = parse_config(config)
+        waiting = self._note_put(key, checkpoint, metadata)
+        done = await self._writes_in_flight.wait(in_flight_key(key))
+        return await self._run(
+            self._put_plan(config, key, checkpoint, metadata, new_versions, parent_writes_done=done, waiting_sends=waiting)
+        )
 
     async def aput_writes(
         self,
@@ -736,12 +740,12 @@ class AsyncDurablePostgresSaver(SaverCore):
         keeps the first write at each index, as the official saver does."""
         # Under way from the start: the child's put, sent from another thread, waits for
         # these writes, whose list items it may use (see inflight.py).
-        key = self._parent_key(config)
-        self._writes_in_flight.begin(key)
+        key = parse_config(config, need_checkpoint_id=True)
+        self._writes_in_flight.begin(in_flight_key(key))
         try:
-            await self._run(self._put_writes_plan(config, writes, task_id, task_path))
+            await self._run(self._put_writes_plan(config, key, writes, task_id, task_path))
         finally:
-            self._writes_in_flight.end(key)
+            self._writes_in_flight.end(in_flight_key(key))
 
     async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
         """The writes and seed value each DeltaChannel replays, read along the parent chain in a

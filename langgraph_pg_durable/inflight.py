@@ -13,8 +13,15 @@ import threading
 import time
 from collections import Counter
 
+from .core.keys import CheckpointKey
+
 Key = tuple[str, str, str]  # thread_id, checkpoint_ns, checkpoint_id of the writes' checkpoint
 DEFAULT_WAIT = 1.0  # seconds a put waits for its parent's writes
+
+
+def in_flight_key(key: CheckpointKey) -> Key:
+    """The checkpoint a put extends, or put_writes writes to (the put waits for those)."""
+    return key.thread_id, key.checkpoint_ns, key.checkpoint_id or ""
 
 
 class WritesInFlight:

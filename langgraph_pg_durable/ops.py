@@ -393,23 +393,20 @@ class SaverCore(BaseCheckpointSaver[str]):
                 self.messages.hold(thread_id, ns, checkpoint["id"], held_message_ids(values), functools.partial(held_messages, values))
         return waiting
 
-    def _note_put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: Any) -> list[SendToName]:
+    def _note_put(self, key: CheckpointKey, checkpoint: Checkpoint, metadata: Any) -> list[SendToName]:
         """A put's checkpoint, noted as it arrives (see `_note_checkpoint`), and the Send rows
-        that wait for it; a config or checkpoint put refuses is refused by the put itself."""
-        try:
-            key = parse_config(config)
-        except ConfigError:
-            return []
+        that wait for it; a checkpoint put refuses is refused by the put itself."""
         if isinstance(checkpoint, Mapping) and isinstance(checkpoint.get("id"), str):
             return self._note_checkpoint(key.thread_id, key.checkpoint_ns, checkpoint, metadata, take=True)
         return []
 
-    def _task_log(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_path: str) -> encode.TaskLog | None:
-        """What the action row of a put_writes to `config`'s checkpoint needs (None: log off),
-        the messages of `writes` taken as known from then on."""
+    def _task_log(
+        self, config: RunnableConfig, key: CheckpointKey, writes: Sequence[tuple[str, Any]], task_path: str
+    ) -> encode.TaskLog | None:
+        """What the action row of a put_writes to `config`'s checkpoint (`key`) needs (None:
+        log off), the messages of `writes` taken as known from then on."""
         if not self.action_log:
             return None
-        key = parse_config(config, need_checkpoint_id=True)
         note = self.notes.get(key.thread_id, key.checkpoint_ns, key.checkpoint_id or "")
         step = note[0] + 1 if note is not None and note[0] is not None else None
         written = written_messages(writes)
@@ -427,6 +424,7 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _put_query(
         self,
         config: RunnableConfig,
+        key: CheckpointKey,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
@@ -455,6 +453,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             self.memory if use_memory else None,
             use_offers=use_offers and use_memory,
             run_id=run_id,
+            key=key,
         )
         params, next_config, uploads, states = built.params, built.config, built.uploads, built.states
         used_offers = bool(params["base_item_channels"])
@@ -532,21 +531,17 @@ class SaverCore(BaseCheckpointSaver[str]):
         lock = (self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
         return [lock, *query.before] if self._commit_setting is None else [lock, *query.before, self._commit_setting]
 
-    @staticmethod
-    def _parent_key(config: RunnableConfig) -> tuple[str, str, str]:
-        """The checkpoint a put extends, or put_writes writes to (the put waits for those)."""
-        key = parse_config(config)
-        return key.thread_id, key.checkpoint_ns, key.checkpoint_id or ""
-
     def _remember_lists(self, thread_id: str, ns: str, states: Sequence[tuple[str, ListState]]) -> None:
         for channel, state in states:
             self.memory.remember(thread_id, ns, channel, state)
 
-    def _put_writes_plan(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str) -> Plan[None]:
-        """put_writes: one statement, or two when a task that already has writes at the
-        checkpoint (a re-run, a retry) sends writes that could share a row."""
+    def _put_writes_plan(
+        self, config: RunnableConfig, key: CheckpointKey, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    ) -> Plan[None]:
+        """put_writes to the checkpoint `config` names (`key`, parsed with its checkpoint id):
+        one statement, or two when a task that already has writes at the checkpoint (a
+        re-run, a retry) sends writes that could share a row."""
         if not writes:
-            parse_config(config, need_checkpoint_id=True)
             return
         built = encode.put_writes_params(
             self.codec,
@@ -557,7 +552,8 @@ class SaverCore(BaseCheckpointSaver[str]):
             self.placement,
             self.lists,
             self.memory,
-            self._task_log(config, writes, task_path),
+            self._task_log(config, key, writes, task_path),
+            key=key,
         )
         params = built.params
         where = f"put_writes of task {shown(task_id)} on thread {shown(params['thread_id'])}"
@@ -997,6 +993,7 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _put_plan(
         self,
         config: RunnableConfig,
+        key: CheckpointKey,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
@@ -1014,12 +1011,11 @@ class SaverCore(BaseCheckpointSaver[str]):
         # its checkpoint keeps a run id of its own (delete_for_runs can name it), its row is
         # the edit's action row, and it does not mark the runs before it interrupted.
         log_run = invocation_run is not None or self.importing
-        key = parse_config(config)
         checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, Mapping) else None
         yield from self._routing_after_citus(f"put of checkpoint {shown(checkpoint_id)} on thread {shown(key.thread_id)}")
         fence = self._fence_for(config, key.thread_id, run_id)
-        query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=parent_writes_done, run_id=run_id, log_run=log_run)
-        query = self._fenced_query(query, fence)
+        put = functools.partial(self._put_query, config, key, checkpoint, metadata, new_versions, run_id=run_id, log_run=log_run)
+        query = self._fenced_query(put(use_offers=parent_writes_done), fence)
         stored = yield from self._fenced(query, config, fence, lambda stored: stored is None)
         fence = dataclasses.replace(fence, taking=False) if fence is not None else None  # the run holds the thread now
         parent = query.params["check_parent"]
@@ -1027,10 +1023,10 @@ class SaverCore(BaseCheckpointSaver[str]):
             yield from self._refuse_if_gone(query.operation, key.thread_id, key.checkpoint_ns, "its parent checkpoint", parent)
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
-            query = self._put_query(config, checkpoint, metadata, new_versions, use_offers=False, run_id=run_id, log_run=log_run)
+            query = put(use_offers=False)
             stored = yield from self._fenced(self._fenced_query(query, fence), config, fence, lambda stored: stored is None)
         if stored is None:  # a value it relied on was pruned or deleted meanwhile: write it whole
-            query = self._put_query(config, checkpoint, metadata, new_versions, use_memory=False, run_id=run_id, log_run=log_run)
+            query = put(use_memory=False)
             stored = yield from self._fenced(self._fenced_query(query, fence), config, fence, lambda stored: stored is None)
         assert stored is not None
         if waiting_sends:

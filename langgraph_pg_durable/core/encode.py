@@ -70,12 +70,14 @@ def put_params(
     *,
     use_offers: bool = True,
     run_id: str | None = None,
+    key: CheckpointKey | None = None,
 ) -> PutParams:
     """The parameters of a put. `bases` (the saver's memory) names the list versions the
     parent checkpoint holds, which a delta extends; without it every list is a snapshot.
     With `use_offers`, items the parent's pending writes stored are used, not stored again.
-    `run_id` is the run the saver assigned; a `run_id` in the metadata wins over it."""
-    key = parse_config(config)
+    `run_id` is the run the saver assigned; a `run_id` in the metadata wins over it.
+    `key`: the config's, when the caller parsed it already."""
+    key = parse_config(config) if key is None else key
     for field, kind in (("id", str), ("channel_values", Mapping), ("channel_versions", Mapping)):
         if not isinstance(checkpoint, Mapping) or not isinstance(checkpoint.get(field), kind):
             raise ConfigError(
@@ -276,6 +278,8 @@ def put_writes_params(
     lists: ListPolicy,
     bases: ListBases | None = None,
     log: TaskLog | None = None,
+    *,
+    key: CheckpointKey | None = None,
 ) -> WritesParams:
     """Parameters of `sql.writes.put_writes` (and of `put_packed_writes` when packable);
     with `log`, of the task's action row too.
@@ -284,7 +288,7 @@ def put_writes_params(
     (the writer's memory knows it) stores its items in channel_items: the next version's
     delta uses them rather than storing them again.
     """
-    key = parse_config(config, need_checkpoint_id=True)
+    key = parse_config(config, need_checkpoint_id=True) if key is None else key
     where = f"thread {shown(key.thread_id)}, checkpoint {shown(key.checkpoint_id)}, task {shown(task_id)}"
     idx: list[int] = []
     channels: list[str] = []

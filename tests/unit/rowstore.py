@@ -19,6 +19,7 @@ from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMet
 
 from langgraph_pg_durable.core.codec import load_json
 from langgraph_pg_durable.core.encode import PACKED_WRITES_TYPE
+from langgraph_pg_durable.core.keys import parse_config
 from langgraph_pg_durable.core.plan import Plan, Query
 from langgraph_pg_durable.ops import SaverCore
 from langgraph_pg_durable.sql.reads import Detail
@@ -229,10 +230,10 @@ class RowStoreSaver(SaverCore):
     def put(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
     ) -> RunnableConfig:
-        return self._run(self._put_plan(config, checkpoint, metadata, new_versions, parent_writes_done=True))
+        return self._run(self._put_plan(config, parse_config(config), checkpoint, metadata, new_versions, parent_writes_done=True))
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
-        self._run(self._put_writes_plan(config, writes, task_id, task_path))
+        self._run(self._put_writes_plan(config, parse_config(config, need_checkpoint_id=True), writes, task_id, task_path))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self._execute(self._get_tuple_query(config))
