@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 SHOWN_CHARS = 120  # of an id or a value quoted in a message
+
+# Names a thing in an error message; a callable is called only when one is raised (a hot
+# path builds the callable, a `partial`, not the text: `shown` costs ~1 us a value).
+Where = str | Callable[[], str]
+
+
+def named(where: Where) -> str:
+    """The text `where` stands for."""
+    return where() if callable(where) else where
 
 
 def shown(value: object, limit: int = SHOWN_CHARS) -> str:

@@ -64,7 +64,7 @@ from .core.fencing import policy_of, refusal
 from .core.runs import caller_run_id, invocation_of, new_run_id
 from .core.safe_serde import AllowedType, default_serializer, with_allowed_types
 from .core.safe_serde import accept_plaintext as accept_plaintext_rows
-from .errors import ConfigError, HistoryRewoundError, shown
+from .errors import ConfigError, HistoryRewoundError, Where, named, shown
 from .memory import (
     DEFAULT_ITEM_CACHE_BYTES,
     CheckpointNotes,
@@ -113,6 +113,15 @@ def _written(decode: Callable[[Sequence[Any]], T]) -> Callable[[Sequence[Any]], 
     """The decode of a write statement, for the call of its write function: the call's one
     row holds how many rows the statement would have returned (0: none)."""
     return lambda rows: decode([row for row in rows if row[0]])
+
+
+# What a write is, for an error message: built only when one is raised (`partial` of these).
+def _put_named(checkpoint_id: Any, thread_id: str) -> str:
+    return f"put of checkpoint {shown(checkpoint_id)} on thread {shown(thread_id)}"
+
+
+def _put_writes_named(task_id: str, thread_id: str) -> str:
+    return f"put_writes of task {shown(task_id)} on thread {shown(thread_id)}"
 
 
 class SaverCore(BaseCheckpointSaver[str]):
@@ -309,7 +318,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         thread_id = query.params["thread_id"]
         if failed(result):
             holder = yield self._holder_query(thread_id)
-            error = refusal(query.operation, thread_id, fence, holder)
+            error = refusal(named(query.operation), thread_id, fence, holder)
             if error is not None:
                 raise error
         self._took(config, thread_id, fence)
@@ -457,7 +466,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         )
         params, next_config, uploads, states = built.params, built.config, built.uploads, built.states
         used_offers = bool(params["base_item_channels"])
-        where = f"put of checkpoint {shown(params['checkpoint_id'])} on thread {shown(params['thread_id'])}"
+        where = functools.partial(_put_named, params["checkpoint_id"], params["thread_id"])
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
         groups = built.item_groups
 
@@ -556,7 +565,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             key=key,
         )
         params = built.params
-        where = f"put_writes of task {shown(task_id)} on thread {shown(params['thread_id'])}"
+        where = functools.partial(_put_writes_named, task_id, params["thread_id"])
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
         groups = built.item_groups
         # Offered now: the child's put waits for these writes (see inflight.py), and one
@@ -597,7 +606,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             wrote = yield from self._fenced(query, config, fence, lambda wrote: not wrote)
             seen = params["check_checkpoint"]
             if not wrote and seen is not None:  # every write stored already, or the checkpoint gone
-                yield from self._refuse_if_gone(where, thread_id, ns, "its checkpoint", seen)
+                yield from self._refuse_if_gone(named(where), thread_id, ns, "its checkpoint", seen)
         index = send_index(task_path or "")
         if self.action_log and index is not None and params["agent"].endswith(UNKNOWN_SEND):
             # Stored before its checkpoint's put told the saver the node: named now if it has since, else by that put.
@@ -1012,7 +1021,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         # the edit's action row, and it does not mark the runs before it interrupted.
         log_run = invocation_run is not None or self.importing
         checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, Mapping) else None
-        yield from self._routing_after_citus(f"put of checkpoint {shown(checkpoint_id)} on thread {shown(key.thread_id)}")
+        yield from self._routing_after_citus(functools.partial(_put_named, checkpoint_id, key.thread_id))
         fence = self._fence_for(config, key.thread_id, run_id)
         put = functools.partial(self._put_query, config, key, checkpoint, metadata, new_versions, run_id=run_id, log_run=log_run)
         query = self._fenced_query(put(use_offers=parent_writes_done), fence)
@@ -1020,7 +1029,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         fence = dataclasses.replace(fence, taking=False) if fence is not None else None  # the run holds the thread now
         parent = query.params["check_parent"]
         if stored is None and parent is not None:
-            yield from self._refuse_if_gone(query.operation, key.thread_id, key.checkpoint_ns, "its parent checkpoint", parent)
+            yield from self._refuse_if_gone(named(query.operation), key.thread_id, key.checkpoint_ns, "its parent checkpoint", parent)
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
             query = put(use_offers=False)
@@ -1069,13 +1078,13 @@ class SaverCore(BaseCheckpointSaver[str]):
             locks=self._locks([key.thread_id]),
         )
 
-    def _routing_after_citus(self, operation: str) -> Plan[None]:
+    def _routing_after_citus(self, operation: Where) -> Plan[None]:
         """Before a write (`operation`): settle `routed_writes` once an earlier put found
         Citus installed; else the write's own rows tell (see `_write_path`)."""
         if self._citus_installed:
             yield from self._routing_plan(operation)
 
-    def _routing_plan(self, operation: str) -> Plan[None]:
+    def _routing_plan(self, operation: Where) -> Plan[None]:
         """Settle `routed_writes` when it is None (`operation`: the setup, or the write after
         one found Citus installed, see `_write_path`): whether the schema's tables are
         distributed (one statement, or two where Citus is installed and no write said so)."""

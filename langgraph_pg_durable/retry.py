@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg_pool import PoolClosed, PoolTimeout
 
-from .errors import DatabaseUnavailableError, StatementError
+from .errors import DatabaseUnavailableError, StatementError, Where, named
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def is_transient(exc: BaseException) -> bool:
 class Attempts:
     """Sans-I/O bookkeeping of one call's attempts; the shells sleep and re-send."""
 
-    def __init__(self, policy: RetryPolicy, operation: str) -> None:
+    def __init__(self, policy: RetryPolicy, operation: Where) -> None:
         self.policy = policy
         self.operation = operation
         self.started = time.monotonic()
@@ -112,7 +112,7 @@ class Attempts:
         if not is_transient(exc):
             if isinstance(exc, psycopg.Error) and exc.sqlstate is not None:
                 raise StatementError(
-                    f"{self.operation} failed: the database refused it with SQLSTATE {exc.sqlstate} "
+                    f"{named(self.operation)} failed: the database refused it with SQLSTATE {exc.sqlstate} "
                     f"({type(exc).__name__}: {_summary(exc)}); not retried",
                     exc.sqlstate,
                 ) from exc
@@ -125,7 +125,7 @@ class Attempts:
         elapsed = time.monotonic() - self.started
         if delay is None or elapsed + delay > deadline:
             raise DatabaseUnavailableError(
-                f"{self.operation} failed after {self.count} attempt(s) over {elapsed:.1f}s "
+                f"{named(self.operation)} failed after {self.count} attempt(s) over {elapsed:.1f}s "
                 f"of transient database errors; last: {type(exc).__name__}: {_summary(exc)}".rstrip()
             ) from exc
         return delay

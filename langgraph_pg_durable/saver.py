@@ -36,7 +36,7 @@ from .core.plan import Pause, Plan, Query
 from .core.fencing import DEFAULT_POLICY, DEFAULT_WAIT, DEFAULT_WINDOW
 from .core.keys import parse_config
 from .core.safe_serde import AllowedType
-from .errors import DatabaseUnavailableError, shown
+from .errors import DatabaseUnavailableError, named, shown
 from .pools import FailoverPool, drain, with_connection_defaults
 from .inflight import WritesInFlight, in_flight_key
 from .memory import DEFAULT_ITEM_CACHE_BYTES
@@ -242,7 +242,7 @@ class DurablePostgresSaver(SaverCore):
             except Exception as exc:
                 if not isinstance(self.conn, ConnectionPool) and self.conn.closed:
                     raise DatabaseUnavailableError(
-                        f"{query.operation} failed: the saver's connection is closed "
+                        f"{named(query.operation)} failed: the saver's connection is closed "
                         f"({type(exc).__name__}: {exc}); give the saver a pool to survive reconnects"
                     ) from exc
                 delay = attempts.next_delay(exc)

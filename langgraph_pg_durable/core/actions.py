@@ -417,9 +417,10 @@ def message_json(message: Any) -> Any:
             found = getattr(message, extra, None)
             if found:
                 out[extra] = readable(found)
-        status = getattr(message, "status", None)
-        if isinstance(message, ToolMessage) and status != "success":
-            out["status"] = readable(status)  # "error": the tool failed, or a reviewer rejected the call
+        # Asked of a ToolMessage only: another message has no `status`, and pydantic's
+        # miss of an attribute raises inside getattr (~2 us).
+        if isinstance(message, ToolMessage) and message.status != "success":
+            out["status"] = readable(message.status)  # "error": the tool failed, or a reviewer rejected the call
     return out
 
 
@@ -485,6 +486,17 @@ def _interrupt(value: Any) -> Any:
 def readable(value: Any, depth: int = 0) -> Any:
     """A value as JSON-ready data, or a marker object saying what it is when it has no
     JSON form. Never calls anything but pydantic's and the message converter's dumps."""
+    # The plain types first, by exact type (what the chain below does for them, without
+    # its isinstance checks): a message's JSON is a dict of str, dicts, lists and numbers.
+    kind = type(value)
+    if kind is str:
+        return _text(value)
+    if kind is dict and depth < _MAX_DEPTH:
+        return {_key(k): readable(v, depth + 1) for k, v in value.items()}
+    if kind is list and depth < _MAX_DEPTH:
+        return [readable(v, depth + 1) for v in value]
+    if kind is int:
+        return value if -(2**63) <= value < 2**63 else str(value)
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):

@@ -20,18 +20,13 @@ import orjson
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from ..errors import DeserializationError, DurableCheckpointError, SerializationError, shown
+from ..errors import DeserializationError, DurableCheckpointError, SerializationError, Where, named, shown
 from .chunks import Chunked, as_chunked
 from .keys import require_text
 from .offload import MAX_INLINE_BYTES
 from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads, checked_msgpack_loads, msgpack_loader
 
-Where = str | Callable[[], str]  # names a stored thing in an error; a callable is called only then
 StoredItem = tuple[str, bytes]  # (serializer type, bytes) of one list item, decompressed
-
-
-def named(where: Where) -> str:
-    return where() if callable(where) else where
 
 
 def dump_json(document: Any) -> str:
@@ -90,7 +85,7 @@ class Codec:
     def encrypted(self) -> bool:
         return self.plain is not self.serde
 
-    def dump(self, value: Any, *, channel: str, where: str) -> tuple[str, bytes]:
+    def dump(self, value: Any, *, channel: str, where: Where) -> tuple[str, bytes]:
         """Serialize one value, naming the channel when the serializer refuses it."""
         return _dump(self.serde, value, channel=channel, where=where)
 
@@ -102,7 +97,7 @@ class Codec:
         except Exception as exc:
             raise DeserializationError(f"{named(where)}: {decode_failure(type_, exc)}") from exc
 
-    def dump_inline(self, values: Mapping[str, Any], *, where: str) -> dict[str, list[str]]:
+    def dump_inline(self, values: Mapping[str, Any], *, where: Where) -> dict[str, list[str]]:
         """The scalar channel values a checkpoint row keeps: channel -> [type, base64 of the bytes].
 
         A row per small value (a step counter, a routing flag) cost more than the value;
@@ -131,7 +126,7 @@ class Codec:
         return dict(zip([ch for ch, _, _ in pairs], values))
 
     def dump_items(
-        self, values: Sequence[Any], *, channel: str, where: str, known: Sequence[bytes] = ()
+        self, values: Sequence[Any], *, channel: str, where: Where, known: Sequence[bytes] = ()
     ) -> tuple[Chunked[bytes], Callable[[int], tuple[str, bytes]]]:
         """Each item's digest, and a function giving the (type, bytes) to store for item i
         (serialized again only under encryption).
@@ -198,11 +193,13 @@ _SENTINEL_VALUE = os.urandom(16)
 _SENTINEL = b"\xc4\x10" + _SENTINEL_VALUE
 
 
-def _dump(serde: SerializerProtocol, value: Any, *, channel: str, where: str) -> tuple[str, bytes]:
+def _dump(serde: SerializerProtocol, value: Any, *, channel: str, where: Where) -> tuple[str, bytes]:
     try:
         return serde.dumps_typed(value)
     except Exception as exc:
-        raise SerializationError(f"cannot serialize the value of channel {shown(channel)} ({where}): {type(exc).__name__}: {exc}") from exc
+        raise SerializationError(
+            f"cannot serialize the value of channel {shown(channel)} ({named(where)}): {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 # -- list items as stored -------------------------------------------------------------------

@@ -17,11 +17,11 @@ from typing import Any
 import ormsgpack
 from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort_key
 
-from ..errors import CheckpointIntegrityError, DeserializationError, shown
+from ..errors import CheckpointIntegrityError, DeserializationError, Where, named, shown
 from ..sql.reads import CHECKPOINT_IN_DETAIL, CheckpointColumn, Detail, Part
 from . import lists as list_layout
 from . import msgpack_bounds
-from .codec import Codec, Where, is_compressed, load_json, named, unpacked_item
+from .codec import Codec, is_compressed, load_json, unpacked_item
 from .encode import PACKED_WRITES_TYPE
 from .keys import CheckpointKey
 from .lists import ListState, RawItems

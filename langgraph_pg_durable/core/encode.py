@@ -5,6 +5,7 @@ references); nothing is sent.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ import ormsgpack
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, ChannelVersions, Checkpoint, CheckpointMetadata
 
-from ..errors import ConfigError, SerializationError, shown
+from ..errors import ConfigError, SerializationError, Where, named, shown
 from . import lists as list_layout
 from .arrays import ByteaArray, Int4Array, Int8Array, TextArray
 from .codec import Codec, dump_json
@@ -58,6 +59,27 @@ class PutParams:
     item_groups: dict[tuple[str, str], list_layout.RawItems]
 
 
+# What a value being stored is, for an error message: built only when one is raised (`partial` of these).
+def _checkpoint_named(thread_id: str, checkpoint_id: str) -> str:
+    return f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}"
+
+
+def _channel_named(where: Where, channel: str) -> str:
+    return f"{named(where)}, channel {shown(channel)}"
+
+
+def _task_named(thread_id: str, checkpoint_id: str | None, task_id: str) -> str:
+    return f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, task {shown(task_id)}"
+
+
+def _write_named(where: Where, channel: str) -> str:
+    return f"{named(where)}, write to channel {shown(channel)}"
+
+
+def _value_named(what: Where) -> str:
+    return f"the value of {named(what)}"
+
+
 def put_params(
     codec: Codec,
     config: RunnableConfig,
@@ -85,7 +107,7 @@ def put_params(
                 f"({'a string' if kind is str else 'a mapping'}); pass the checkpoint LangGraph built"
             )
     checkpoint_id = require_text(checkpoint["id"], "checkpoint id")
-    where = f"thread {shown(key.thread_id)}, checkpoint {shown(checkpoint_id)}"
+    where = functools.partial(_checkpoint_named, key.thread_id, checkpoint_id)
     values = checkpoint["channel_values"]
 
     channels: list[str] = []
@@ -109,7 +131,7 @@ def put_params(
             continue
         channel = require_text(channel, "channel")
         version = version_text(version, channel)
-        what = f"{where}, channel {shown(channel)}"
+        what = functools.partial(_channel_named, where, channel)
         value = values[channel]
         layout = list_layout.usable(value, version, lists.snapshot_every)
         base = bases.base(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel) if layout and bases is not None else None
@@ -145,11 +167,11 @@ def put_params(
             needed_items.extend((channel, v) for v in row.item_needs)
         else:
             type_, data = whole or codec.dump(value, channel=channel, where=where)
-            inline, ref = placement.place(data, where=f"the value of {what}")
+            inline, ref = placement.place(data, where=functools.partial(_value_named, what))
             chains.append(None)
             item_versions.append(None)
             if ref is not None:
-                uploads.append(Upload(ref, data, f"put of {what}"))
+                uploads.append(Upload(ref, data, f"put of {named(what)}"))
         channels.append(channel)
         versions.append(version)
         types.append(type_)
@@ -159,7 +181,7 @@ def put_params(
     held_versions = [(ch, checkpoint["channel_versions"].get(ch)) for ch in values]
     missing = [ch for ch, version in held_versions if version is None]
     if missing:
-        raise ConfigError(f"channel {shown(missing[0])} has a value but no entry in channel_versions ({where})")
+        raise ConfigError(f"channel {shown(missing[0])} has a value but no entry in channel_versions ({named(where)})")
     # The id is the row's checkpoint_id column; build_tuple puts it back.
     body = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}
     if inline_values:
@@ -289,7 +311,7 @@ def put_writes_params(
     delta uses them rather than storing them again.
     """
     key = parse_config(config, need_checkpoint_id=True) if key is None else key
-    where = f"thread {shown(key.thread_id)}, checkpoint {shown(key.checkpoint_id)}, task {shown(task_id)}"
+    where = functools.partial(_task_named, key.thread_id, key.checkpoint_id, task_id)
     idx: list[int] = []
     channels: list[str] = []
     types: list[str] = []
@@ -300,7 +322,7 @@ def put_writes_params(
     items: list[ItemRow] = []
     offers: list[tuple[str, list[tuple[bytes, list_layout.Location]]]] = []
     for i, (channel, value) in enumerate(writes):
-        what = f"{where}, write to channel {shown(channel)}"
+        what = functools.partial(_write_named, where, channel)
         idx.append(WRITES_IDX_MAP.get(channel, i))
         channels.append(require_text(channel, "channel"))
         if (
@@ -326,13 +348,13 @@ def put_writes_params(
             offers.append((channel, stored.offered))
             continue
         type_, data = codec.dump(value, channel=channel, where=where)
-        inline, ref = placement.place(data, where=f"the value of {what}")
+        inline, ref = placement.place(data, where=functools.partial(_value_named, what))
         types.append(type_)
         blobs.append(inline)
         refs.append(ref)
         item_keys.append(None)
         if ref is not None:
-            uploads.append(Upload(ref, data, f"put_writes of {what}"))
+            uploads.append(Upload(ref, data, f"put_writes of {named(what)}"))
     params: dict[str, Any] = {
         "thread_id": key.thread_id,
         "checkpoint_ns": key.checkpoint_ns,

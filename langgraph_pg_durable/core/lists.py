@@ -34,8 +34,8 @@ from typing import Any, Protocol, TypeVar
 
 import orjson
 
-from ..errors import DeserializationError, ListIntegrityError, shown
-from .codec import Codec, StoredItem, Where, digest, named, packed, unpacked
+from ..errors import DeserializationError, ListIntegrityError, Where, named, shown
+from .codec import Codec, StoredItem, digest, packed, unpacked
 from .chunks import Chunked, as_chunked
 from .offload import ObjectRef, Placement, Upload
 
@@ -239,14 +239,29 @@ class ListRow:
     item_needs: tuple[str, ...] = ()  # write keys whose stored items it uses (must still exist)
 
 
+def _nth_item(idx: int, where: Where) -> str:
+    return f"item {idx} of {named(where)}"
+
+
 def _item_row(
-    channel: str, key: str, idx: int, type_: str, data: bytes, placement: Placement, *, where: str, uploads: list[Upload], purpose: str
+    channel: str,
+    key: str,
+    idx: int,
+    type_: str,
+    data: bytes,
+    placement: Placement,
+    *,
+    where: Where,
+    number: int,
+    uploads: list[Upload],
+    call: str,
 ) -> ItemRow:
-    """One channel_items row: the item's bytes packed, inline or offloaded (upload queued)."""
+    """One channel_items row, of item `number` of the list or write `where` names: the item's
+    bytes packed, inline or offloaded (upload queued, for `call`: put or put_writes)."""
     type_, data = packed(type_, data)
-    inline, ref = placement.place(data, where=where)
+    inline, ref = placement.place(data, where=functools.partial(_nth_item, number, where))
     if ref is not None:
-        uploads.append(Upload(ref, data, purpose))
+        uploads.append(Upload(ref, data, f"{call} of {named(where)}, item {number}"))
     return ItemRow(channel, key, idx, type_, inline, ref)
 
 
@@ -264,7 +279,7 @@ def plan(
     base: ListState | None,
     snapshot_every: int,
     placement: Placement,
-    where: str,
+    where: Where,
     offered: Mapping[bytes, Location] | None = None,
 ) -> ListRow:
     """The rows that store `value` as version `version`: a delta on `base` (the version
@@ -295,9 +310,10 @@ def plan(
                 type_,
                 data,
                 placement,
-                where=f"item {item_index} of {where}",
+                where=where,
+                number=item_index,
                 uploads=uploads,
-                purpose=f"put of {where}, item {item_index}",
+                call="put",
             )
         )
         return version, idx
@@ -352,7 +368,7 @@ def write_items(
     value: Any,
     identity: str,
     placement: Placement,
-    where: str,
+    where: Where,
 ) -> WriteItems:
     """Store a pending write's items (a list's, or the one value) in channel_items.
 
@@ -383,9 +399,10 @@ def write_items(
                 type_,
                 data,
                 placement,
-                where=f"item {idx} of {where}",
+                where=where,
+                number=idx,
                 uploads=uploads,
-                purpose=f"put_writes of {where}, item {idx}",
+                call="put_writes",
             )
         )
     body = orjson.dumps({"k": key, "n": len(values), "list": type(value) is list})

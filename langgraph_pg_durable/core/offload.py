@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError, ObjectIntegrityError, SerializationError, shown
+from ..errors import ConfigError, ObjectIntegrityError, SerializationError, Where, named, shown
 
 DEFAULT_THRESHOLD = 1 << 20  # 1 MiB
 # Without an object store a value stays inline; PostgreSQL caps a field (and the bytea[]
@@ -56,7 +56,7 @@ class Placement:
     max_inline: int = MAX_INLINE_BYTES
     sha256: Callable[[bytes], str] = field(default=sha256_hex, compare=False)
 
-    def place(self, data: bytes, *, where: str) -> tuple[bytes | None, ObjectRef | None]:
+    def place(self, data: bytes, *, where: Where) -> tuple[bytes | None, ObjectRef | None]:
         """(inline bytes, None) or (None, reference) for one serialized value."""
         size = len(data)
         if self.enabled and self.threshold > 0 and size > self.threshold:
@@ -69,7 +69,7 @@ class Placement:
                 else "pass object_store= (e.g. 's3://bucket/prefix' or 'file:///path')"
             )
             raise SerializationError(
-                f"{where} serializes to {size:,} bytes; values over {self.max_inline:,} bytes cannot stay in a PostgreSQL row: {fix}"
+                f"{named(where)} serializes to {size:,} bytes; values over {self.max_inline:,} bytes cannot stay in a PostgreSQL row: {fix}"
             )
         return data, None
 

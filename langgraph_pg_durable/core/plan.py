@@ -7,6 +7,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ..errors import Where, named
 from .offload import ObjectRef, RefColumns, Upload
 
 T = TypeVar("T")
@@ -25,7 +26,7 @@ class Query(Generic[T]):
     verified before `decode`.
     """
 
-    operation: str
+    operation: Where  # what the statement is for, in an error (a `partial` on the hot paths)
     sql: str
     params: Mapping[str, Any]
     decode: Callable[[Sequence[Any]], T] = _no_rows  # type: ignore[assignment]
@@ -44,7 +45,7 @@ class Query(Generic[T]):
 
     def __post_init__(self) -> None:
         if (self.references is None) != (self.ref_columns is None):
-            raise TypeError(f"{self.operation}: a Query that references objects says where its rows keep them (ref_columns)")
+            raise TypeError(f"{named(self.operation)}: a Query that references objects says where its rows keep them (ref_columns)")
 
 
 @dataclass(frozen=True)
