@@ -299,7 +299,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         thread_id = query.params["thread_id"]
         params = {**query.params, "fence": fence.writer if fence is not None else None}
         before = [self._take(fence, thread_id)] if fence is not None and fence.taking else []
-        return dataclasses.replace(query, params=params, before=before)
+        return query.carrying(params, before)
 
     def _take(self, fence: Fence, thread_id: str) -> tuple[str, Mapping[str, Any]]:
         """The statement by which the run takes the thread, under its policy (sql/fencing.py)."""
@@ -1026,7 +1026,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         put = functools.partial(self._put_query, config, key, checkpoint, metadata, new_versions, run_id=run_id, log_run=log_run)
         query = self._fenced_query(put(use_offers=parent_writes_done), fence)
         stored = yield from self._fenced(query, config, fence, lambda stored: stored is None)
-        fence = dataclasses.replace(fence, taking=False) if fence is not None else None  # the run holds the thread now
+        fence = fence.taken() if fence is not None else None  # the run holds the thread now
         parent = query.params["check_parent"]
         if stored is None and parent is not None:
             yield from self._refuse_if_gone(named(query.operation), key.thread_id, key.checkpoint_ns, "its parent checkpoint", parent)

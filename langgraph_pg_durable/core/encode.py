@@ -255,16 +255,14 @@ def inline_item_groups(params: Mapping[str, Any]) -> dict[tuple[str, str], list_
 
 
 def _item_params(items: Sequence[ItemRow]) -> dict[str, Any]:
-    """The channel_items rows a put introduces, as aligned arrays."""
+    """The channel_items rows a put introduces, as aligned arrays (the references as in `_ref_params`)."""
     return {
         "item_channels": TextArray(i.channel for i in items),
         "item_of": TextArray(i.version for i in items),
         "item_idx": Int4Array(i.idx for i in items),
         "item_types": TextArray(i.type for i in items),
         "item_values": ByteaArray(i.data for i in items),
-        "item_object_keys": TextArray(i.ref.key if i.ref else None for i in items),
-        "item_object_shas": TextArray(i.ref.sha256 if i.ref else None for i in items),
-        "item_object_sizes": Int8Array(i.ref.size if i.ref else None for i in items),
+        **{f"item_{name}": value for name, value in _ref_params([i.ref for i in items]).items()},
     }
 
 
@@ -450,8 +448,15 @@ def _action_params(
     }
 
 
-def _ref_params(refs: Sequence[ObjectRef | None]) -> dict[str, Any]:
-    """The object-reference columns, aligned with the values (NULL where a value is inline)."""
+_NO_REFS: Mapping[str, None] = {"object_keys": None, "object_shas": None, "object_sizes": None}
+
+
+def _ref_params(refs: Sequence[ObjectRef | None]) -> Mapping[str, Any]:
+    """The object-reference columns, aligned with the values (NULL where a value is inline).
+    Without any reference each is a NULL array: the statements' unnest() of several arrays
+    pads a shorter one with NULLs, and a NULL costs nothing to send."""
+    if not any(refs):
+        return _NO_REFS
     return {
         "object_keys": TextArray(r.key if r else None for r in refs),
         "object_shas": TextArray(r.sha256 if r else None for r in refs),

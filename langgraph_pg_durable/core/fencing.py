@@ -78,6 +78,10 @@ class Fence:
     run_id: str
     taking: bool
 
+    def taken(self) -> Fence:
+        """This fence once the run holds the thread (its later writes take it no more)."""
+        return Fence(self.policy, self.writer, self.run_id, False)
+
     def take_params(self, thread_id: str, window: timedelta) -> dict[str, Any]:
         return {"thread_id": thread_id, "holder_run": self.run_id, "fence": self.writer, "window": window}
 

@@ -47,6 +47,13 @@ class Query(Generic[T]):
         if (self.references is None) != (self.ref_columns is None):
             raise TypeError(f"{named(self.operation)}: a Query that references objects says where its rows keep them (ref_columns)")
 
+    def carrying(self, params: Mapping[str, Any], before: Sequence[tuple[str, Mapping[str, Any]]]) -> Query[T]:
+        """This statement with `params` instead, sent after `before` (a write under a fence).
+        A hot path's copy: `dataclasses.replace` looks every field up by name (~3 us)."""
+        return Query(
+            self.operation, self.sql, params, self.decode, self.uploads, self.references, self.ref_columns, self.memo, self.locks, before
+        )
+
 
 @dataclass(frozen=True)
 class Pause:
