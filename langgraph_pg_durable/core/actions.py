@@ -308,6 +308,8 @@ def as_messages(channel: str, value: Any) -> list[Any] | None:
     """The messages a write holds, or None if it is not messages: a message, a list of
     them (or of LangChain's message-like forms: (role, text) pairs, role dicts), or a str
     written to a channel named `messages` (which `add_messages` takes for a human turn)."""
+    if type(value) is str:  # before the check against BaseMessage, a pydantic class's (~0.5 us)
+        return [("human", value)] if channel == "messages" else None
     if isinstance(value, BaseMessage):
         return [value]
     if isinstance(value, str):

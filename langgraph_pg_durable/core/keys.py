@@ -36,7 +36,7 @@ class CheckpointKey:
 def require_text(value: Any, what: str) -> str:
     """A value that must go in a text column: a str PostgreSQL can store (no NUL, no lone
     surrogate, which UTF-8 cannot encode)."""
-    if not isinstance(value, str):
+    if type(value) is not str and not isinstance(value, str):
         raise ConfigError(f"{what} must be a string, got {type(value).__name__} {shown(value)}")
     if "\x00" in value:
         raise ConfigError(f"{what} {shown(value)} contains a NUL character, which PostgreSQL text cannot store")
@@ -51,6 +51,8 @@ def require_text(value: Any, what: str) -> str:
 def id_text(value: Any, what: str) -> str:
     """An id a caller may give as a str, an int or a UUID (LangGraph passes them through);
     any other type is refused rather than turned into its str()."""
+    if type(value) is str:
+        return require_text(value, what)
     if isinstance(value, uuid.UUID) or (isinstance(value, int) and not isinstance(value, bool)):
         return str(value)
     return require_text(value, what)
@@ -65,8 +67,8 @@ def version_text(version: Any, channel: str) -> str:
 
 def parse_config(config: RunnableConfig | None, *, need_checkpoint_id: bool = False) -> CheckpointKey:
     """The checkpoint a config points at; names any missing or unusable key."""
-    configurable = (config or {}).get("configurable") if isinstance(config, Mapping) else None
-    if not isinstance(configurable, Mapping):
+    configurable = (config or {}).get("configurable") if type(config) is dict or isinstance(config, Mapping) else None
+    if type(configurable) is not dict and not isinstance(configurable, Mapping):
         raise ConfigError("config['configurable'] is missing: pass {'configurable': {'thread_id': ...}}")
     thread_id = configurable.get("thread_id")
     if thread_id is None or thread_id == "":

@@ -98,6 +98,11 @@ def _plain(value: Any, depth: int = 0) -> bool:
     strings without NUL or lone surrogates, finite floats, ints, dicts, lists and tuples. Such a
     value is its own projection (`_jsonable`) and is not lossy (`_lossy`), so one walk
     stands for both."""
+    kind = type(value)  # the exact types first: what LangGraph's metadata is made of
+    if kind is str:
+        return "\x00" not in value and (value.isascii() or _encodable(value))
+    if kind is dict and depth < MAX_METADATA_DEPTH:
+        return _plain_dict(value, depth)
     if isinstance(value, str):
         return "\x00" not in value and (value.isascii() or _encodable(value))
     if value is None or isinstance(value, int):  # bool is an int
@@ -107,10 +112,14 @@ def _plain(value: Any, depth: int = 0) -> bool:
     if depth >= MAX_METADATA_DEPTH:
         return False
     if isinstance(value, dict):  # orjson writes dicts, not every Mapping
-        return all(isinstance(k, str) and _plain(k) and _plain(v, depth + 1) for k, v in value.items())
+        return _plain_dict(value, depth)
     if isinstance(value, (list, tuple)):
         return all(_plain(v, depth + 1) for v in value)
     return False
+
+
+def _plain_dict(value: dict[Any, Any], depth: int) -> bool:
+    return all(isinstance(k, str) and _plain(k) and _plain(v, depth + 1) for k, v in value.items())
 
 
 def _encodable(text: str) -> bool:

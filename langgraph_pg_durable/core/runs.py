@@ -44,7 +44,7 @@ def invocation_of(config: Mapping[str, Any]) -> object | None:
     call and passed unchanged to every subgraph the call runs, so it names the call.
     """
     configurable = config.get("configurable")
-    runtime = configurable.get(_RUNTIME_KEY) if isinstance(configurable, Mapping) else None
+    runtime = configurable.get(_RUNTIME_KEY) if type(configurable) is dict or isinstance(configurable, Mapping) else None
     if runtime is None:
         return None
     control = getattr(runtime, "control", None)
