@@ -35,7 +35,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from psycopg import AsyncConnection, errors
+from psycopg import AsyncConnection, errors, pq
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -263,13 +263,23 @@ class AsyncDurablePostgresSaver(SaverCore):
         transient errors retried, then fetch and verify the objects its rows reference."""
         attempts = Attempts(self.retry, query.operation)
         confirm = False  # after a commit the server did not confirm as replicated
+        pool = self.conn if isinstance(self.conn, AsyncConnectionPool) else None
+        single = self.conn if not isinstance(self.conn, AsyncConnectionPool) else None
         while True:
             try:
-                async with self._connection(timeout=self._pool_wait(attempts)) as conn:
-                    if query.uploads:
-                        fetched = await self._send_with_uploads(conn, query, confirm=confirm)
-                    else:
-                        fetched = await self._send(conn, query, confirm=confirm)
+                if single is not None:
+                    async with self._lock:
+                        fetched = await self._attempt(single, query, confirm)
+                elif pool is not None:
+                    # getconn/putconn rather than the pool's connection(): an attempt leaves its
+                    # connection idle (in autocommit, or after its own transaction), so the
+                    # commit that connection() makes on the way out has nothing to do (a
+                    # tenth of a step's instructions with the pool's other bookkeeping).
+                    conn = await pool.getconn(timeout=self._pool_wait(attempts))
+                    try:
+                        fetched = await self._attempt(conn, query, confirm)
+                    finally:
+                        await _give_back(pool, conn)
                 break
             except Exception as exc:
                 if not isinstance(self.conn, AsyncConnectionPool) and self.conn.closed:
@@ -288,6 +298,12 @@ class AsyncDurablePostgresSaver(SaverCore):
         wanted = self._wanted_objects(query, fetched)
         payloads = await self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
         return query.decode(self._attach_objects(query, fetched, payloads))
+
+    async def _attempt(self, conn: AsyncConnection, query: Query[Any], confirm: bool) -> list[Any]:
+        """One attempt at `query` on `conn` (see `_execute`)."""
+        if query.uploads:
+            return await self._send_with_uploads(conn, query, confirm=confirm)
+        return await self._send(conn, query, confirm=confirm)
 
     def _pool_wait(self, attempts: Attempts) -> float | None:
         """How long an attempt may wait for a pooled connection: the pool's own timeout, cut
@@ -1001,3 +1017,14 @@ class AsyncDurablePostgresSaver(SaverCore):
         return self._on_loop(self.agc(grace_period=grace_period, dry_run=dry_run))
 
     # end
+
+
+async def _give_back(pool: AsyncConnectionPool, conn: AsyncConnection) -> None:
+    """Return `conn` to `pool`, rolled back first when an attempt failed inside a transaction
+    (as the pool's connection() would; putconn alone rolls back too, with a warning)."""
+    if not conn.closed and conn.pgconn.transaction_status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
+        try:
+            await conn.rollback()
+        except Exception:  # broken: putconn sees it and replaces the connection
+            pass
+    await pool.putconn(conn)

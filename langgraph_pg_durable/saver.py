@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from psycopg import Connection, errors
+from psycopg import Connection, errors, pq
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 
@@ -231,13 +231,23 @@ class DurablePostgresSaver(SaverCore):
         transient errors retried, then fetch and verify the objects its rows reference."""
         attempts = Attempts(self.retry, query.operation)
         confirm = False  # after a commit the server did not confirm as replicated
+        pool = self.conn if isinstance(self.conn, ConnectionPool) else None
+        single = self.conn if not isinstance(self.conn, ConnectionPool) else None
         while True:
             try:
-                with self._connection(timeout=self._pool_wait(attempts)) as conn:
-                    if query.uploads:
-                        fetched = self._send_with_uploads(conn, query, confirm=confirm)
-                    else:
-                        fetched = self._send(conn, query, confirm=confirm)
+                if single is not None:
+                    with self._lock:
+                        fetched = self._attempt(single, query, confirm)
+                elif pool is not None:
+                    # getconn/putconn rather than the pool's connection(): an attempt leaves its
+                    # connection idle (in autocommit, or after its own transaction), so the
+                    # commit that connection() makes on the way out has nothing to do (a
+                    # tenth of a step's instructions with the pool's other bookkeeping).
+                    conn = pool.getconn(timeout=self._pool_wait(attempts))
+                    try:
+                        fetched = self._attempt(conn, query, confirm)
+                    finally:
+                        _give_back(pool, conn)
                 break
             except Exception as exc:
                 if not isinstance(self.conn, ConnectionPool) and self.conn.closed:
@@ -256,6 +266,12 @@ class DurablePostgresSaver(SaverCore):
         wanted = self._wanted_objects(query, fetched)
         payloads = self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
         return query.decode(self._attach_objects(query, fetched, payloads))
+
+    def _attempt(self, conn: Connection, query: Query[Any], confirm: bool) -> list[Any]:
+        """One attempt at `query` on `conn` (see `_execute`)."""
+        if query.uploads:
+            return self._send_with_uploads(conn, query, confirm=confirm)
+        return self._send(conn, query, confirm=confirm)
 
     def _pool_wait(self, attempts: Attempts) -> float | None:
         """How long an attempt may wait for a pooled connection: the pool's own timeout, cut
@@ -782,3 +798,15 @@ class DurablePostgresSaver(SaverCore):
         """Take or release gc's session lock (a savepoint when the caller's transaction is open)."""
         with conn.transaction():
             conn.execute(statement, {"gc_key": self._gc_key})
+
+
+
+def _give_back(pool: ConnectionPool, conn: Connection) -> None:
+    """Return `conn` to `pool`, rolled back first when an attempt failed inside a transaction
+    (as the pool's connection() would; putconn alone rolls back too, with a warning)."""
+    if not conn.closed and conn.pgconn.transaction_status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
+        try:
+            conn.rollback()
+        except Exception:  # broken: putconn sees it and replaces the connection
+            pass
+    pool.putconn(conn)
