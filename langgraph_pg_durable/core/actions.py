@@ -18,6 +18,7 @@ import datetime
 import decimal
 import enum
 import math
+import operator
 import re
 import traceback
 import uuid
@@ -352,14 +353,20 @@ def written_messages(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+_ID = operator.attrgetter("id")
+
+
 def held_message_ids(channel_values: Mapping[str, Any]) -> frozenset[str]:
     """The ids of the messages a checkpoint's channels hold (see `held_messages`)."""
-    out: set[str | None] = set()
+    out: set[Any] = set()
     for value in channel_values.values():
         if isinstance(value, list) and value and isinstance(value[0], BaseMessage) and isinstance(value[-1], BaseMessage):
-            out.update(getattr(m, "id", None) for m in value)
+            try:  # at C speed: a put of a long chat sends every message it holds
+                out.update(map(_ID, value))
+            except AttributeError:  # not messages all through
+                out.update(getattr(m, "id", None) for m in value)
     out.discard(None)  # a message add_messages has not given an id yet
-    return frozenset(i for i in out if isinstance(i, str))
+    return frozenset(out) if set(map(type, out)) <= {str} else frozenset(i for i in out if isinstance(i, str))
 
 
 def held_messages(channel_values: Mapping[str, Any]) -> dict[str, BaseMessage]:

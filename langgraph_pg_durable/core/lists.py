@@ -114,6 +114,33 @@ def _unchanged(item: Any, mark: Any) -> bool:
     return same_size and all(map(operator.is_, fields.values(), values)) and all(map(operator.eq, fields, keys))
 
 
+_FIELDS_OF = operator.attrgetter("__dict__")
+_KEYS, _VALUES = operator.itemgetter(0), operator.itemgetter(1)
+_EXTRA = itertools.repeat("__pydantic_extra__")
+
+
+def _all_unchanged(items: Sequence[Any], marks: Sequence[Any]) -> bool:
+    """`all(map(_unchanged, items, marks))`, at C speed for a list of objects that keep
+    their fields in a plain `__dict__` (LangChain's messages): every item's field names,
+    field count and field objects compared at once, not item by item (a Python call an
+    item, ~0.8 us a message at every append of a long chat). Any other list, or one that
+    differs, is checked item by item."""
+    try:
+        fields = list(map(_FIELDS_OF, items))
+        if set(map(type, fields)) <= {dict} and not any(map(getattr, items, _EXTRA, itertools.repeat(None))):
+            chain = itertools.chain.from_iterable
+            then_keys = list(map(_KEYS, marks))
+            if (
+                list(map(len, fields)) == list(map(len, then_keys))
+                and list(chain(fields)) == list(chain(then_keys))
+                and all(map(operator.is_, chain(map(dict.values, fields)), chain(map(_VALUES, marks))))
+            ):
+                return True
+    except (AttributeError, TypeError):  # an item without __dict__ (a str, a dict), a frozen item's mark (None)
+        pass
+    return all(map(_unchanged, items, marks))
+
+
 class Seen:
     """The item objects a list version was made of, each with its `item_mark` (`marks`
     None: every item is of a frozen type), roughly what they weigh (their stored bytes),
@@ -149,7 +176,7 @@ class Seen:
         objects = self.objects
         n = min(len(objects), len(value))
         if all(map(operator.is_, value, objects)):  # the common case, at C speed (map stops at the shorter one)
-            if self.marks is None or all(map(_unchanged, value, self.marks)):
+            if self.marks is None or _all_unchanged(value[:n], self.marks):
                 return n
         marks = self.marks if self.marks is not None else itertools.repeat(None)
         for i, (item, seen, mark) in enumerate(zip(value, objects, marks)):

@@ -339,3 +339,66 @@ def test_an_item_changed_in_place_is_seen_by_the_fast_check_as_by_its_mark() -> 
     results = [(_unchanged(item, mark), _same_mark(item_mark(item), mark)) for item, mark in changes()]
     assert [fast for fast, _ in results] == [slow for _, slow in results]
     assert [fast for fast, _ in results] == [True, False, False, True, False, False, True, False, False, True, True, True, False]
+
+
+class _Plain:
+    """An object whose fields live in a plain __dict__, as a message's do."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+
+def _cases_for_all_unchanged() -> list[tuple[Any, Any]]:
+    """(item, mark taken before a change) pairs: unchanged messages and objects, and every
+    change the check must see, including one no item-by-item walk of the flattened
+    fields could tell (a field moved from one item to the next)."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from pydantic import BaseModel, ConfigDict
+
+    from langgraph_pg_durable.core.lists import item_mark
+
+    class Loose(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        a: int = 1
+
+    shared = object()
+    first, second = _Plain(x=1, y=shared), _Plain(z=2)
+    edited, grown_extra = AIMessage("hi", id="e"), Loose()
+    before = [
+        (HumanMessage("a", id="h"), lambda: None),
+        (AIMessage("b", id="a"), lambda: None),
+        (_Plain(k=[1]), lambda: None),
+        (edited, lambda: setattr(edited, "content", "bye")),
+        (grown_extra, lambda: setattr(grown_extra, "more", 1)),
+        (first, lambda: first.__dict__.pop("y")),
+        (second, lambda: (second.__dict__.clear(), second.__dict__.update(y=shared, z=2))),
+        ({"role": "user"}, lambda: None),
+        ("text", lambda: None),
+    ]
+    cases = [(item, item_mark(item)) for item, _ in before]
+    for _, change in before:
+        change()
+    return cases
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_whole_list_check_says_what_the_item_by_item_check_says(data: st.DataObject) -> None:
+    """`_all_unchanged` (every field of a list of messages compared at once) agrees with
+    `_unchanged` item by item, whatever the items, their order and their changes."""
+    from langgraph_pg_durable.core.lists import _all_unchanged, _unchanged
+
+    pool = _cases_for_all_unchanged()
+    picked = data.draw(st.lists(st.sampled_from(range(len(pool))), max_size=8))
+    items, marks = [pool[i][0] for i in picked], [pool[i][1] for i in picked]
+    assert _all_unchanged(items, marks) == all(map(_unchanged, items, marks))
+
+
+def test_the_whole_list_check_sees_a_field_moved_to_the_next_item() -> None:
+    from langgraph_pg_durable.core.lists import _all_unchanged
+
+    pool = _cases_for_all_unchanged()
+    moved = [pool[5], pool[6]]  # `first` lost y, `second` gained it: the same fields end to end
+    assert not _all_unchanged([i for i, _ in moved], [m for _, m in moved])
+    unchanged = pool[:3]
+    assert _all_unchanged([i for i, _ in unchanged], [m for _, m in unchanged])
