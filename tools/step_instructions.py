@@ -1,0 +1,197 @@
+"""The instructions one durable step costs the client, counted exactly (valgrind's callgrind).
+
+    .venv/bin/python tools/step_instructions.py --saver ours --style delta --workload chat
+        [--steps 100] [--rounds 2] [--without log,fence,lock,check]
+
+Runs a workload of the benchmark's decomposition (benchmarks/decomposition.py) once, on a
+server started like the benchmark's, recording the saver's put and put_writes calls; then
+replays those calls `--rounds` times, each time on a new thread, and counts the user-space
+instructions of the replay alone (callgrind's instrumentation is on only then). The count
+is the same from run to run to within half a percent, where this VM's CPU time varies by a
+fifth: a change worth 2 % of a step shows here and nowhere else. It leaves out the kernel's
+work (the socket I/O, about the same for both savers) and LangGraph's own.
+
+`--without` takes parts away, to see what each costs:
+- ours: `log` (action_log=False), `fence` (fencing="allow"), `lock` (no writer-lock
+  statement), `check` (no read-back check of the types a value serializes to);
+- official: `io` (the statements are not sent: what is left is its serialization and its
+  own code, the part a saver cannot do without).
+Each is a measurement: the saver is not safe to run that way.
+
+Needs valgrind (`apt-get install valgrind`); the replay runs ~50 times slower under it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+PARTS = {"ours": ("log", "fence", "lock", "check"), "official": ("io",)}
+
+
+def _handshake(directory: Path, name: str) -> None:
+    """Tell the driver the replay reached `name`, and wait until it has toggled callgrind."""
+    (directory / name).write_text(str(os.getpid()))
+    while not (directory / f"{name}.ok").exists():
+        time.sleep(0.02)
+
+
+def _take_away(saver: Any, kind: str, without: set[str]) -> None:
+    """Turn off the parts named in `without` (see the module's docstring)."""
+    if kind == "official":
+        if "io" in without:
+            from psycopg.types.json import Jsonb
+
+            class Unsent:
+                """A cursor that dumps its parameters' JSON, as psycopg would, and sends nothing."""
+
+                def execute(self, query: Any, params: Any = None) -> None:
+                    for param in params or ():
+                        if isinstance(param, Jsonb):
+                            json.dumps(param.obj)
+
+                def executemany(self, query: Any, params_seq: Any) -> None:
+                    for params in params_seq:
+                        self.execute(query, params)
+
+            saver._cursor = lambda *args, **kwargs: contextlib.nullcontext(Unsent())
+        return
+    from langgraph_pg_durable import ops
+    from langgraph_pg_durable.core import safe_serde
+
+    if "fence" in without:
+        saver.fencing = "allow"
+    if "lock" in without:
+        ops.SaverCore._preamble = lambda self, query: list(query.before)  # type: ignore[method-assign]
+    if "check" in without:
+        safe_serde.refused_names = lambda data, policy: []  # type: ignore[assignment]
+
+
+def child(args: argparse.Namespace) -> None:
+    """Record the workload's calls, take the parts away, replay the calls once uncounted, then
+    `rounds` times between two handshakes."""
+    from benchmarks import decomposition
+    from benchmarks.env import OURS_NO_LOG, bench_env
+
+    directory = Path(args.handshake)
+    without = set(filter(None, args.without.split(",")))
+    kind = OURS_NO_LOG if args.saver == "ours" and "log" in without else args.saver
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+    lock = threading.Lock()
+    with bench_env() as bench:
+        meter = decomposition.ServerMeter(bench.server.dsn)
+        try:
+            with bench.saver(kind) as make:
+                saver = make()
+                build = decomposition.WORKLOADS[args.workload]
+                decomposition.run_once(bench, meter, saver, kind, build, args.style == "delta", decomposition.WARMUP_STEPS)
+                original = {name: getattr(saver, name) for name in ("put", "put_writes")}
+
+                def recording(name: str) -> Any:
+                    def call(*a: Any, **k: Any) -> Any:
+                        with lock:
+                            calls.append((name, a, k))
+                        return original[name](*a, **k)
+
+                    return call
+
+                for name in original:
+                    setattr(saver, name, recording(name))
+                app = build.build(saver, args.steps, args.style == "delta")
+                app.invoke(build.inputs, {"configurable": {"thread_id": "recorded"}, "recursion_limit": args.steps + 10}, durability="sync")
+                for name in original:
+                    setattr(saver, name, original[name])
+                _take_away(saver, args.saver, without)
+
+                def replay() -> None:
+                    thread_id = f"replay-{uuid.uuid4().hex[:8]}"
+                    for name, a, k in calls:
+                        config = {**a[0], "configurable": {**a[0]["configurable"], "thread_id": thread_id}}
+                        original[name](config, *a[1:], **k)
+
+                replay()  # the caches and prepared statements of a saver that has run a while
+                _handshake(directory, "start")
+                for _ in range(args.rounds):
+                    replay()
+                _handshake(directory, "stop")
+        finally:
+            meter.close()
+
+
+def measure(args: argparse.Namespace) -> int:
+    """Instructions per step of the replay, run under callgrind in a child process."""
+    with tempfile.TemporaryDirectory(prefix="lgpd-instructions-") as tmp:
+        directory = Path(tmp)
+        out = directory / "callgrind.out"
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            __file__,
+            "--child",
+            "--handshake",
+            tmp,
+            *(f"--{k}={v}" for k, v in (("saver", args.saver), ("style", args.style), ("workload", args.workload))),
+            f"--steps={args.steps}",
+            f"--rounds={args.rounds}",
+            f"--without={args.without}",
+        ]
+        log = directory / "child.log"
+        with open(log, "w") as sink:
+            proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            for name, switch in (("start", "on"), ("stop", "off")):
+                while not (directory / name).exists():
+                    if proc.poll() is not None:
+                        raise SystemExit(f"the replay ended before '{name}':\n{log.read_text()[-3000:]}")
+                    time.sleep(0.1)
+                subprocess.run(["callgrind_control", "-i", switch, str(proc.pid)], check=True, capture_output=True)
+                (directory / f"{name}.ok").touch()
+            if proc.wait() != 0:
+                raise SystemExit(f"the replay failed:\n{log.read_text()[-3000:]}")
+        total = 0
+        for path in directory.glob("callgrind.out*"):  # one file, or one per dump
+            total += sum(int(line.split()[1]) for line in path.read_text(errors="replace").splitlines() if line.startswith("totals:"))
+        return total // (args.steps * args.rounds)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--saver", choices=("ours", "official"), default="ours")
+    parser.add_argument("--style", choices=("plain", "delta"), default="delta")
+    parser.add_argument("--workload", choices=("words", "random", "chat"), default="chat")
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--without", default="", help="comma-separated parts to take away (see above)")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--handshake", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    unknown = set(filter(None, args.without.split(","))) - set(PARTS[args.saver])
+    if unknown:
+        parser.error(f"--without {sorted(unknown)[0]!r}: the {args.saver} saver's parts are {', '.join(PARTS[args.saver])}")
+    if args.child:
+        child(args)
+        return 0
+    per_step = measure(args)
+    label = f"{args.saver}, {args.style}, {args.workload}" + (f", without {args.without}" if args.without else "")
+    print(f"{label}: {per_step:,} instructions a step ({args.steps} steps x {args.rounds} rounds)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
