@@ -450,3 +450,14 @@ def test_encrypted_digests_are_deterministic_while_stored_bytes_differ(codec: Co
         assert data_1 != stored_1(i)[1]
     assert encrypted.load_items([stored_1(i) for i in range(len(values))], where="w") == values
     assert encrypted.load_items([packed(*stored_2(i)) for i in range(len(values))], where="w") == values
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=600))
+def test_the_ext_precheck_finds_every_byte_that_starts_a_msgpack_ext(data: bytes) -> None:
+    """The write check skips its parse only for bytes holding no ext head, short (one regex
+    pass) or long (a find per head)."""
+    from langgraph_pg_durable.core.type_policy import _names_no_class
+
+    heads = {0xC7, 0xC8, 0xC9, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8}
+    assert _names_no_class(data) == heads.isdisjoint(data)
