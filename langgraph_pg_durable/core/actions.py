@@ -501,15 +501,15 @@ def readable(value: Any, depth: int = 0) -> Any:
     if kind is str:
         return _text(value)
     if kind is dict and depth < _MAX_DEPTH:
-        return {_key(k): readable(v, depth + 1) for k, v in value.items()}
+        return _mapping_json(value, depth)
     if kind is list and depth < _MAX_DEPTH:
-        return [readable(v, depth + 1) for v in value]
+        return _items_json(value, depth)
     if kind is int:
-        return value if -(2**63) <= value < 2**63 else str(value)
+        return _int_json(value)
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
-        return value if -(2**63) <= value < 2**63 else str(value)
+        return _int_json(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, str):
@@ -521,11 +521,11 @@ def readable(value: Any, depth: int = 0) -> Any:
     if isinstance(value, BaseMessage):
         return message_json(value)
     if isinstance(value, Mapping):
-        return {_key(k): readable(v, depth + 1) for k, v in value.items()}
+        return _mapping_json(value, depth)
     if isinstance(value, (set, frozenset)):  # in a stable order: a set's own changes with the hash seed
         return sorted((readable(v, depth + 1) for v in value), key=repr)
     if isinstance(value, (list, tuple)):
-        return [readable(v, depth + 1) for v in value]
+        return _items_json(value, depth)
     if isinstance(value, enum.Enum):
         return readable(value.value, depth + 1)
     if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
@@ -545,6 +545,19 @@ def readable(value: Any, depth: int = 0) -> Any:
     if hasattr(value, "node") and hasattr(value, "arg"):  # a Send
         return {"node": readable(value.node), "arg": readable(value.arg, depth + 1)}
     return {MARKER: "object", "type": _type_name(value)}
+
+
+def _int_json(value: int) -> int | str:
+    """An int as jsonb keeps it: as text past 64 bits."""
+    return value if -(2**63) <= value < 2**63 else str(value)
+
+
+def _mapping_json(value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
+    return {_key(k): readable(v, depth + 1) for k, v in value.items()}
+
+
+def _items_json(value: Sequence[Any], depth: int) -> list[Any]:
+    return [readable(v, depth + 1) for v in value]
 
 
 def _key(key: Any) -> str:

@@ -68,7 +68,8 @@ def _channel_named(where: Where, channel: str) -> str:
     return f"{named(where)}, channel {shown(channel)}"
 
 
-def _task_named(thread_id: str, checkpoint_id: str | None, task_id: str) -> str:
+def task_named(thread_id: str, checkpoint_id: str | None, task_id: str) -> str:
+    """A task's writes at a checkpoint (history's reads name them alike)."""
     return f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, task {shown(task_id)}"
 
 
@@ -309,7 +310,7 @@ def put_writes_params(
     delta uses them rather than storing them again.
     """
     key = parse_config(config, need_checkpoint_id=True) if key is None else key
-    where = functools.partial(_task_named, key.thread_id, key.checkpoint_id, task_id)
+    where = functools.partial(task_named, key.thread_id, key.checkpoint_id, task_id)
     idx: list[int] = []
     channels: list[str] = []
     types: list[str] = []

@@ -33,14 +33,12 @@ from .decode import (
 )
 from .keys import before_checkpoint_id, parse_config
 from .metadata import filter_for_sql, filter_needs_recheck, load_metadata, metadata_contains
+from .encode import task_named
 from .offload import ObjectRef
 
 
-# What a stored thing is, for an error message: built only when one is raised (`partial` of these).
-def _task_named(thread_id: str, checkpoint_id: str, task_id: str) -> str:
-    return f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, task {shown(task_id)}"
-
-
+# What a stored thing is, for an error message: built only when one is raised (`partial` of
+# these, and of encode's `task_named`).
 def _write_named(thread_id: str, checkpoint_id: str, write: WriteRow) -> str:
     return f"thread {shown(thread_id)}, checkpoint {shown(checkpoint_id)}, write of task {shown(write[0])} to channel {shown(write[1])}"
 
@@ -218,9 +216,7 @@ class HistoryScan:
                 fresh[(thread_id, ns, channel, version)] = value
         lanes_decoded: dict[tuple[str, str], dict[str, dict[list_layout.Location, Any]]] = {}
         for (thread_id, ns, checkpoint_id), lane_writes in writes.items():
-            lane_writes = writes[(thread_id, ns, checkpoint_id)] = unpack_writes(
-                lane_writes, partial(_task_named, thread_id, checkpoint_id)
-            )
+            lane_writes = writes[(thread_id, ns, checkpoint_id)] = unpack_writes(lane_writes, partial(task_named, thread_id, checkpoint_id))
             if any(w[4] == list_layout.WRITE_ITEMS_TYPE for w in lane_writes):
                 if (thread_id, ns) not in lanes_decoded:
                     lanes_decoded[(thread_id, ns)] = self._decoded_items((thread_id, ns), raw_items.get((thread_id, ns), {}))

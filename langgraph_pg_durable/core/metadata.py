@@ -100,11 +100,11 @@ def _plain(value: Any, depth: int = 0) -> bool:
     stands for both."""
     kind = type(value)  # the exact types first: what LangGraph's metadata is made of
     if kind is str:
-        return "\x00" not in value and (value.isascii() or _encodable(value))
+        return _plain_text(value)
     if kind is dict and depth < MAX_METADATA_DEPTH:
         return _plain_dict(value, depth)
     if isinstance(value, str):
-        return "\x00" not in value and (value.isascii() or _encodable(value))
+        return _plain_text(value)
     if value is None or isinstance(value, int):  # bool is an int
         return True
     if isinstance(value, float):
@@ -116,6 +116,10 @@ def _plain(value: Any, depth: int = 0) -> bool:
     if isinstance(value, (list, tuple)):
         return all(_plain(v, depth + 1) for v in value)
     return False
+
+
+def _plain_text(value: str) -> bool:
+    return "\x00" not in value and (value.isascii() or _encodable(value))
 
 
 def _plain_dict(value: dict[Any, Any], depth: int) -> bool:
