@@ -264,13 +264,12 @@ class AsyncDurablePostgresSaver(SaverCore):
         attempts = Attempts(self.retry, query.operation)
         confirm = False  # after a commit the server did not confirm as replicated
         pool = self.conn if isinstance(self.conn, AsyncConnectionPool) else None
-        single = self.conn if not isinstance(self.conn, AsyncConnectionPool) else None
         while True:
             try:
-                if single is not None:
-                    async with self._lock:
-                        fetched = await self._attempt(single, query, confirm)
-                elif pool is not None:
+                if pool is None:
+                    async with self._connection() as conn:
+                        fetched = await self._attempt(conn, query, confirm)
+                else:
                     # getconn/putconn rather than the pool's connection(): an attempt leaves its
                     # connection idle (in autocommit, or after its own transaction), so the
                     # commit that connection() makes on the way out has nothing to do (a
@@ -282,18 +281,18 @@ class AsyncDurablePostgresSaver(SaverCore):
                         await _give_back(pool, conn)
                 break
             except Exception as exc:
-                if not isinstance(self.conn, AsyncConnectionPool) and self.conn.closed:
+                if pool is None and self.conn.closed:
                     raise DatabaseUnavailableError(
                         f"{named(query.operation)} failed: the saver's connection is closed "
                         f"({type(exc).__name__}: {exc}); give the saver a pool to survive reconnects"
                     ) from exc
                 delay = attempts.next_delay(exc)
                 confirm = confirm or isinstance(exc, wire.CommitNotConfirmed)
-                if isinstance(self.conn, AsyncConnectionPool) and is_server_lost(exc):
+                if pool is not None and is_server_lost(exc):
                     if isinstance(exc, errors.ReadOnlySqlTransaction):
-                        await drain(self.conn)  # every idle connection may be on the demoted server
+                        await drain(pool)  # every idle connection may be on the demoted server
                     else:
-                        await self.conn.check()  # drop the other dead connections
+                        await pool.check()  # drop the other dead connections
                 await asyncio.sleep(delay)
         wanted = self._wanted_objects(query, fetched)
         payloads = await self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
@@ -757,11 +756,12 @@ class AsyncDurablePostgresSaver(SaverCore):
         # Under way from the start: the child's put, sent from another thread, waits for
         # these writes, whose list items it may use (see inflight.py).
         key = parse_config(config, need_checkpoint_id=True)
-        self._writes_in_flight.begin(in_flight_key(key))
+        in_flight = in_flight_key(key)
+        self._writes_in_flight.begin(in_flight)
         try:
             await self._run(self._put_writes_plan(config, key, writes, task_id, task_path))
         finally:
-            self._writes_in_flight.end(in_flight_key(key))
+            self._writes_in_flight.end(in_flight)
 
     async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
         """The writes and seed value each DeltaChannel replays, read along the parent chain in a

@@ -232,13 +232,12 @@ class DurablePostgresSaver(SaverCore):
         attempts = Attempts(self.retry, query.operation)
         confirm = False  # after a commit the server did not confirm as replicated
         pool = self.conn if isinstance(self.conn, ConnectionPool) else None
-        single = self.conn if not isinstance(self.conn, ConnectionPool) else None
         while True:
             try:
-                if single is not None:
-                    with self._lock:
-                        fetched = self._attempt(single, query, confirm)
-                elif pool is not None:
+                if pool is None:
+                    with self._connection() as conn:
+                        fetched = self._attempt(conn, query, confirm)
+                else:
                     # getconn/putconn rather than the pool's connection(): an attempt leaves its
                     # connection idle (in autocommit, or after its own transaction), so the
                     # commit that connection() makes on the way out has nothing to do (a
@@ -250,18 +249,18 @@ class DurablePostgresSaver(SaverCore):
                         _give_back(pool, conn)
                 break
             except Exception as exc:
-                if not isinstance(self.conn, ConnectionPool) and self.conn.closed:
+                if pool is None and self.conn.closed:
                     raise DatabaseUnavailableError(
                         f"{named(query.operation)} failed: the saver's connection is closed "
                         f"({type(exc).__name__}: {exc}); give the saver a pool to survive reconnects"
                     ) from exc
                 delay = attempts.next_delay(exc)
                 confirm = confirm or isinstance(exc, wire.CommitNotConfirmed)
-                if isinstance(self.conn, ConnectionPool) and is_server_lost(exc):
+                if pool is not None and is_server_lost(exc):
                     if isinstance(exc, errors.ReadOnlySqlTransaction):
-                        drain(self.conn)  # every idle connection may be on the demoted server
+                        drain(pool)  # every idle connection may be on the demoted server
                     else:
-                        self.conn.check()  # drop the other dead connections
+                        pool.check()  # drop the other dead connections
                 time.sleep(delay)
         wanted = self._wanted_objects(query, fetched)
         payloads = self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
@@ -725,11 +724,12 @@ class DurablePostgresSaver(SaverCore):
         # Under way from the start: the child's put, sent from another thread, waits for
         # these writes, whose list items it may use (see inflight.py).
         key = parse_config(config, need_checkpoint_id=True)
-        self._writes_in_flight.begin(in_flight_key(key))
+        in_flight = in_flight_key(key)
+        self._writes_in_flight.begin(in_flight)
         try:
             self._run(self._put_writes_plan(config, key, writes, task_id, task_path))
         finally:
-            self._writes_in_flight.end(in_flight_key(key))
+            self._writes_in_flight.end(in_flight)
 
     def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
         """The writes and seed value each DeltaChannel replays, read along the parent chain in a
