@@ -79,8 +79,11 @@ def test_unserializable_value_names_the_channel_and_stores_nothing(saver) -> Non
     config_next = {"configurable": dict(first["configurable"])}
     with pytest.raises(SerializationError, match="'tool_handle'"):
         _put(saver, config_next, {"ok": [1], "tool_handle": threading.Lock()})
-    with pytest.raises(SerializationError, match="'scratch'"):
+    with pytest.raises(SerializationError, match="'scratch'") as refused:
         saver.put_writes(first, [("fine", 1), ("scratch", threading.Lock())], "task-1")
+    # The rest of the name, built only once the error is raised: the thread, checkpoint and task.
+    thread_id, checkpoint_id = first["configurable"]["thread_id"], first["configurable"]["checkpoint_id"]
+    assert all(repr(part) in str(refused.value) for part in (thread_id, checkpoint_id, "task-1")), refused.value
     latest = saver.get_tuple({"configurable": {"thread_id": config["configurable"]["thread_id"]}})
     assert latest.config == first
     assert latest.checkpoint["channel_values"] == {"ok": [1, 2, 3]}

@@ -13,3 +13,18 @@ def test_without_a_store_an_oversized_value_is_refused_by_channel() -> None:
     assert placement.place(b"x" * 1000, where="w") == (b"x" * 1000, None)
     with pytest.raises(SerializationError, match="channel 'big'.*object_store="):
         placement.place(b"x" * 1001, where="the value of channel 'big'")
+
+
+def test_a_callable_where_is_called_only_when_a_value_is_refused() -> None:
+    placement = Placement(enabled=False, max_inline=1000)
+    calls: list[str] = []
+
+    def where() -> str:
+        calls.append("named")
+        return "item 3 of channel 'big'"
+
+    assert placement.place(b"x" * 1000, where=where) == (b"x" * 1000, None)
+    assert calls == []
+    with pytest.raises(SerializationError, match="item 3 of channel 'big'.*object_store="):
+        placement.place(b"x" * 1001, where=where)
+    assert calls == ["named"]
