@@ -537,7 +537,11 @@ class SaverCore(BaseCheckpointSaver[str]):
         (local to the transaction, which the shells commit after the write)."""
         if not query.locks:
             return []
-        lock = (self.sql.lock_threads, {"lock_keys": Int8Array(query.locks)})
+        locks = query.locks
+        if len(locks) == 1:
+            lock: tuple[str, Mapping[str, Any]] = (self.sql.lock_thread, {"lock_key": locks[0]})
+        else:
+            lock = (self.sql.lock_threads, {"lock_keys": Int8Array(locks)})
         return [lock, *query.before] if self._commit_setting is None else [lock, *query.before, self._commit_setting]
 
     def _remember_lists(self, thread_id: str, ns: str, states: Sequence[tuple[str, ListState]]) -> None:

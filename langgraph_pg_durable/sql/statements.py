@@ -53,6 +53,7 @@ class Statements:
         self.schema = schema
         q = self.q = quote_schema(schema)  # refuses a bad name before any I/O
         self.lock_threads = writes.lock_threads()
+        self.lock_thread = writes.lock_thread()
         # Each write comes with the action log (`log`: the task's action row, the run's row) and without;
         # put_writes with the action log, with its run's row (`run`) and without (see writes._task_log).
         # put: with neither a list in the delta layout nor an offloaded value (`plain`), or with;

@@ -31,7 +31,7 @@ ANY_THREAD = None
 # Members of Statements that are no statement over the saver's tables.
 NOT_STATEMENTS = {"schema", "q"}
 # Statements without a table of the schema (locks, a transaction id): Citus runs them on the coordinator.
-NO_TABLE = ("lock_threads", "GC_SHARE", "GC_LOCK", "GC_UNLOCK", "CONFIRM_COMMIT", "citus_installed", "tables_distributed")
+NO_TABLE = ("lock_threads", "lock_thread", "GC_SHARE", "GC_LOCK", "GC_UNLOCK", "CONFIRM_COMMIT", "citus_installed", "tables_distributed")
 
 
 @dataclass(frozen=True)

@@ -175,7 +175,9 @@ def test_the_setting_goes_before_writes_only() -> None:
     strict = DurablePostgresSaver(psycopg.Connection, synchronous_commit="remote_apply")  # type: ignore[arg-type]
     write = Query("put", "SELECT 1", {}, locks=[7])
     read = Query("get_tuple", "SELECT 1", {})
-    assert [sql for sql, _ in plain._preamble(write)] == [plain.sql.lock_threads]
+    assert plain._preamble(write) == [(plain.sql.lock_thread, {"lock_key": 7})]
+    both = Query("delete", "SELECT 1", {}, locks=[3, 7])
+    assert [sql for sql, _ in plain._preamble(both)] == [plain.sql.lock_threads]
     assert strict._preamble(write) == [strict._preamble(write)[0], (SET_SYNCHRONOUS_COMMIT, {"synchronous_commit": "remote_apply"})]
     assert plain._preamble(read) == strict._preamble(read) == []
     assert (plain.synchronous_commit, strict.synchronous_commit, strict.durability) == (None, "remote_apply", None)
