@@ -152,23 +152,34 @@ def get_tuple(q: str, *, by_id: bool, cold: bool = False) -> str:
 -- Runs of {RUN_MIN_ITEMS} to {RUN_ITEMS} items of one version, of one type, all inline: a row
 -- per run instead of per item. VALUE is their bytes end to end, ITEM_CUTS each one's idx
 -- and length in the same order (aggregates without ORDER BY: the client needs no order,
--- each item says where it goes). Items of any other run come a row each. Every item of
--- those channels in the thread is read, one range scan of the primary key per channel,
--- and grouped before the item keys filter the runs (OFFSET 0 keeps it so): a few hundred
--- runs, not every item, are compared against the keys.
+-- each item says where it goes). Items of any other run come a row each. Each version the
+-- read needs is read alone, a range scan of the primary key per run of it: its items come
+-- in key order, so no run waits for a sort of every item (which took 0.1 s of the 0.16 s
+-- the server spent on a cold read of 100,000 items), and the items of versions the read
+-- does not need (older snapshots) are not read at all. The runs of a version go up to its
+-- highest idx (one backward probe); a run without items yields no row.
 runs AS MATERIALIZED (
-    SELECT * FROM (
-        SELECT i.channel, i.version, i.idx / {RUN_ITEMS} AS run, min(i.type) AS type,
-               string_agg(i.value, ''::bytea) AS value,
+    SELECT k.channel, k.version, g.run, r.type, r.value, r.item_cuts, r.whole
+    FROM (SELECT DISTINCT channel, version FROM item_keys) AS k
+    CROSS JOIN LATERAL (
+        SELECT t.idx FROM {q}.channel_items t
+        WHERE t.thread_id = %(thread_id)s AND t.checkpoint_ns = %(checkpoint_ns)s
+          AND t.channel = k.channel AND t.version = k.version
+        ORDER BY t.idx DESC LIMIT 1) AS top
+    -- (generate_series through an array: the planner takes an unnest to make 10 rows, where
+    -- it takes a generate_series of unknown bounds to make 1,000, and a statement costed that
+    -- high was compiled by JIT at every cold read, 67 ms.)
+    CROSS JOIN LATERAL unnest(ARRAY(SELECT generate_series(0, top.idx / {RUN_ITEMS}))) AS g(run)
+    CROSS JOIN LATERAL (
+        SELECT min(i.type) AS type, string_agg(i.value, ''::bytea) AS value,
                string_agg(int4send(i.idx) || int4send(octet_length(i.value)), ''::bytea) AS item_cuts,
                count(*) >= {RUN_MIN_ITEMS} AND min(i.type) = max(i.type) AND count(i.value) = count(*)
                AND count(i.object_key) = 0 AS whole
         FROM {q}.channel_items i
         WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
-          AND i.channel = ANY(ARRAY(SELECT DISTINCT channel FROM item_keys))
-        GROUP BY i.channel, i.version, i.idx / {RUN_ITEMS}
-        OFFSET 0) AS r
-    WHERE (r.channel, r.version) IN (SELECT channel, version FROM item_keys)
+          AND i.channel = k.channel AND i.version = k.version
+          AND i.idx >= g.run * {RUN_ITEMS} AND i.idx < (g.run + 1) * {RUN_ITEMS}
+        HAVING count(*) > 0) AS r
 ),
 broken_runs AS MATERIALIZED (
     SELECT channel, version, run FROM runs WHERE NOT whole
