@@ -127,6 +127,22 @@ _LIST_ROW = {
 }
 
 
+def _run_of_items(q: str, key: str, run: str) -> str:
+    """The items of run `run` (an expression) of the version `key` names (an alias with
+    channel and version), aggregated: their type, bytes and cuts (see get_tuple's runs),
+    how many there are, and whether the run is whole (one type, all inline, at least
+    RUN_MIN_ITEMS). One row, whose `items` is 0 for a run without items."""
+    return f"""SELECT min(i.type COLLATE "C") AS type, string_agg(i.value, ''::bytea) AS value,
+               string_agg(int4send(i.idx) || int4send(octet_length(i.value)), ''::bytea) AS item_cuts,
+               count(*) AS items,
+               count(*) >= {RUN_MIN_ITEMS} AND min(i.type COLLATE "C") = max(i.type COLLATE "C")
+               AND count(i.value) = count(*) AND count(i.object_key) = 0 AS whole
+        FROM {q}.channel_items i
+        WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
+          AND i.channel = {key}.channel AND i.version = {key}.version
+          AND i.idx >= {run} * {RUN_ITEMS} AND i.idx < ({run} + 1) * {RUN_ITEMS}"""
+
+
 def get_tuple(q: str, *, by_id: bool, cold: bool = False) -> str:
     """The target checkpoint, its channel values, the list rows and items they need, and
     its pending writes, as `Detail` rows.
@@ -152,34 +168,37 @@ def get_tuple(q: str, *, by_id: bool, cold: bool = False) -> str:
 -- Runs of {RUN_MIN_ITEMS} to {RUN_ITEMS} items of one version, of one type, all inline: a row
 -- per run instead of per item. VALUE is their bytes end to end, ITEM_CUTS each one's idx
 -- and length in the same order (aggregates without ORDER BY: the client needs no order,
--- each item says where it goes). Items of any other run come a row each. Each version the
--- read needs is read alone, a range scan of the primary key per run of it: its items come
--- in key order, so no run waits for a sort of every item (which took 0.1 s of the 0.16 s
--- the server spent on a cold read of 100,000 items), and the items of versions the read
--- does not need (older snapshots) are not read at all. The runs of a version go up to its
--- highest idx (one backward probe); a run without items yields no row.
-runs AS MATERIALIZED (
-    SELECT k.channel, k.version, g.run, r.type, r.value, r.item_cuts, r.whole
+-- each item says where it goes). Items of any other run come a row each.
+-- Each version the read needs is read alone, a range scan of the primary key per run, so
+-- nothing is sorted (a sort of every item of the channel by its version's text took 0.1 s
+-- of the 0.16 s the server spent on a cold read of 100,000 items) and no item of a
+-- version the read does not need (an older snapshot's) is read. A version's first run is
+-- read first: a version written a few items a step (a chat) is that one run, a range scan
+-- in all; only a version whose first run is full (or empty) is probed for its highest idx,
+-- and its other runs read. Types are compared bytewise (COLLATE "C"): strcoll is slow, and
+-- a run's items are of one type or not whatever the database's collation.
+first_runs AS MATERIALIZED (
+    SELECT k.channel, k.version, 0 AS run, r.*
     FROM (SELECT DISTINCT channel, version FROM item_keys) AS k
+    CROSS JOIN LATERAL ({_run_of_items(q, "k", "0")}) AS r
+),
+runs AS MATERIALIZED (
+    SELECT channel, version, run, type COLLATE "default" AS type, value, item_cuts, whole
+    FROM first_runs WHERE items > 0
+    UNION ALL
+    SELECT f.channel, f.version, g.run, r.type COLLATE "default", r.value, r.item_cuts, r.whole
+    FROM first_runs f
     CROSS JOIN LATERAL (
         SELECT t.idx FROM {q}.channel_items t
         WHERE t.thread_id = %(thread_id)s AND t.checkpoint_ns = %(checkpoint_ns)s
-          AND t.channel = k.channel AND t.version = k.version
+          AND t.channel = f.channel AND t.version = f.version
         ORDER BY t.idx DESC LIMIT 1) AS top
     -- (generate_series through an array: the planner takes an unnest to make 10 rows, where
     -- it takes a generate_series of unknown bounds to make 1,000, and a statement costed that
     -- high was compiled by JIT at every cold read, 67 ms.)
-    CROSS JOIN LATERAL unnest(ARRAY(SELECT generate_series(0, top.idx / {RUN_ITEMS}))) AS g(run)
-    CROSS JOIN LATERAL (
-        SELECT min(i.type) AS type, string_agg(i.value, ''::bytea) AS value,
-               string_agg(int4send(i.idx) || int4send(octet_length(i.value)), ''::bytea) AS item_cuts,
-               count(*) >= {RUN_MIN_ITEMS} AND min(i.type) = max(i.type) AND count(i.value) = count(*)
-               AND count(i.object_key) = 0 AS whole
-        FROM {q}.channel_items i
-        WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
-          AND i.channel = k.channel AND i.version = k.version
-          AND i.idx >= g.run * {RUN_ITEMS} AND i.idx < (g.run + 1) * {RUN_ITEMS}
-        HAVING count(*) > 0) AS r
+    CROSS JOIN LATERAL unnest(ARRAY(SELECT generate_series(1, top.idx / {RUN_ITEMS}))) AS g(run)
+    CROSS JOIN LATERAL ({_run_of_items(q, "f", "g.run")}) AS r
+    WHERE f.items IN (0, {RUN_ITEMS}) AND r.items > 0
 ),
 broken_runs AS MATERIALIZED (
     SELECT channel, version, run FROM runs WHERE NOT whole

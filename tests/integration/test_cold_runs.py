@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-
+import pytest
 from checkpoints import next_put
 from langgraph_pg_durable import DurablePostgresSaver
 from langgraph_pg_durable.sql.reads import COLD_READ_WORK_MEM, RUN_ITEMS, RUN_MIN_ITEMS, Detail, Part
@@ -84,6 +84,21 @@ def test_short_groups_come_a_row_per_item(pg_dsn: str, schema_name: str) -> None
     parts, read = _cold_parts(pg_dsn, schema_name, config, list_min_bytes=0)
     assert read == [f"line {i}" for i in range(RUN_MIN_ITEMS)] + ["short"] * (RUN_MIN_ITEMS - 1)
     assert parts[Part.ITEM_RUN] == 1 and parts[Part.ITEM] == RUN_MIN_ITEMS - 1
+
+
+@pytest.mark.parametrize("count", [RUN_ITEMS - 1, RUN_ITEMS, RUN_ITEMS + 1, 2 * RUN_ITEMS])
+def test_a_version_is_read_past_its_first_run_only_when_that_run_is_full(pg_dsn: str, schema_name: str, count: int) -> None:
+    """A version's first run is read first, and its other runs only when it is full: at
+    each side of the boundary every item comes back, in runs of up to RUN_ITEMS."""
+    items = [f"line {i}" for i in range(count)]
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        config = _stored(saver, items, ["last"])
+    parts, read = _cold_parts(pg_dsn, schema_name, config, list_min_bytes=0)
+    assert read == [*items, "last"]
+    sizes = [min(RUN_ITEMS, count - start) for start in range(0, count, RUN_ITEMS)]
+    short = sum(size for size in sizes if size < RUN_MIN_ITEMS)  # a last run of a few items comes a row each
+    assert parts[Part.ITEM_RUN] == sum(size >= RUN_MIN_ITEMS for size in sizes) and parts[Part.ITEM] == short + 1
 
 
 def _work_mem(saver: DurablePostgresSaver) -> str:
