@@ -166,7 +166,8 @@ class Bench:
         url, options = self.stores[kind]
         return {"object_store": url, "object_store_options": options}
 
-    def _store(self, kind: str) -> Any:
+    def object_store(self, kind: str) -> Any:
+        """The object store a saver of `kind` writes to (obstore)."""
         url, options = self.stores[kind]
         return from_url(url, **({"mkdir": True} if url.startswith("file://") else options))
 
@@ -174,7 +175,7 @@ class Bench:
         """Bytes our saver holds in its object store (None for the savers that have none)."""
         if kind not in self.stores:
             return None
-        return sum(meta["size"] for batch in obstore.list(self._store(kind)) for meta in batch)
+        return sum(meta["size"] for batch in obstore.list(self.object_store(kind)) for meta in batch)
 
     # -- what a saver stores ---------------------------------------------------------------
 
@@ -213,7 +214,7 @@ class Bench:
             tables = [t for t in self._tables(kind, conn) if "migrations" not in t]
             conn.execute(f"TRUNCATE {', '.join(tables)}")
         if kind in self.stores:
-            store = self._store(kind)
+            store = self.object_store(kind)
             keys = [meta["path"] for batch in obstore.list(store) for meta in batch]
             if keys:
                 obstore.delete(store, keys)

@@ -117,7 +117,10 @@ class LargeValue(TypedDict):
     step: int
 
 
-def large_value(checkpointer: BaseCheckpointSaver, steps: int, size: int = 2 << 20) -> CompiledStateGraph:
+LARGE_VALUE_BYTES = 2 << 20  # W2's value
+
+
+def large_value(checkpointer: BaseCheckpointSaver, steps: int, size: int = LARGE_VALUE_BYTES) -> CompiledStateGraph:
     """A `size`-byte value, new random (incompressible) bytes every step of every thread."""
 
     def regenerate(state: LargeValue, config: RunnableConfig) -> dict:

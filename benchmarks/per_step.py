@@ -6,10 +6,14 @@ a 2 MB value every step.
 
 from __future__ import annotations
 
+import random
+import time
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
+
+import obstore
 
 from . import graphs
 from .env import KINDS, OFFICIAL_DELTA, OURS_NO_LOG, OURS_ON_DIR, Bench
@@ -29,7 +33,10 @@ def growing_state(bench: Bench, steps: int, reps: int, content: str = "words") -
 
 
 def large_value(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
-    return _run(
+    """W2, and what one PUT of such a value to our saver's object store takes (`store_put_ms`):
+    with InMemorySaver's step, the least a step costs a saver that keeps the value in that
+    store, whatever it does besides."""
+    out = _run(
         bench,
         "w2",
         lambda kind, checkpointer, steps: graphs.large_value(checkpointer, steps),
@@ -38,6 +45,25 @@ def large_value(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
         reps,
         (*KINDS, OURS_ON_DIR),
     )
+    out["store_put_ms"] = summary(_store_puts(bench, steps), 1e3)
+    return out
+
+
+def _store_puts(bench: Bench, count: int) -> list[float]:
+    """Seconds of each of `count` PUTs of a new 2 MB random value (as W2's graph makes them)
+    to our saver's object store, the objects deleted after."""
+    store = bench.object_store("ours")
+    keys = [f"w2-put-floor/{uuid.uuid4().hex}" for _ in range(count)]
+    seconds = []
+    try:
+        for n, key in enumerate(keys):
+            value = random.Random(f"w2-put-floor/{n}").randbytes(graphs.LARGE_VALUE_BYTES)
+            start = time.perf_counter()
+            obstore.put(store, key, value)
+            seconds.append(time.perf_counter() - start)
+    finally:
+        obstore.delete(store, keys)
+    return seconds
 
 
 def _run(

@@ -269,7 +269,18 @@ def _targets(r: dict[str, Any], judged: bool) -> list[str]:
         total_ours / pg["official"] <= 0.55,
     )
     step = {k: w2[k]["per_step_ms"]["median"] for k in ("official", "ours")}
-    at_most("W2 ms per super-step (2 MB value)", step["official"], step["ours"], 1.0, "≤ 1.0 (no slower)")
+    ratio = step["ours"] / step["official"]
+    put = w2.get("store_put_ms")  # absent from the results of runs before it was measured
+    floor = f"{(w2['memory']['per_step_ms']['median'] + put['median']) / step['official']:.2f} (one PUT)" if put else "—"
+    add(
+        "W2 ms per super-step (2 MB value)",
+        _num(step["official"]),
+        _num(step["ours"]),
+        f"ours / official = {ratio:.2f}",
+        "≤ 1.0 (no slower)",
+        ratio <= 1.0,
+        floor,
+    )
     if OURS_ON_DIR in w2:
         on_dir = w2[OURS_ON_DIR]["per_step_ms"]["median"]
         at_most("W2 ms per super-step, local-directory store", step["official"], on_dir, 1.0, "≤ 1.0 (no slower)")
@@ -335,7 +346,9 @@ def _targets(r: dict[str, Any], judged: bool) -> list[str]:
         *_table(head, rows),
         "Ceiling: the ratio InMemorySaver reaches against the official saver in the same run, "
         "the best any saver could do, since the graph's own work (LangGraph, serialization, the "
-        "GIL) stays. A goal beyond its ceiling cannot be met on this machine by the saver alone.",
+        "GIL) stays. A goal beyond its ceiling cannot be met on this machine by the saver alone. "
+        "W2's ceiling adds one PUT of the value to the object store, timed in the same run: a saver "
+        "that keeps values past 1 MiB in that store, as ours does, cannot do less.",
         "",
     ]
 
@@ -401,7 +414,13 @@ def _w2(w: dict[str, Any], scale: dict[str, Any]) -> list[str]:
         "",
         *_per_step_table(w, ["object-store bytes"], lambda k: [_mb(w[k].get("object_store_bytes"))]),
         "DurablePostgresSaver offloads values past 1 MiB to the object store named above, and "
-        "in the last row to a local directory; the others keep every value in PostgreSQL.",
+        "in the last row to a local directory; the others keep every value in PostgreSQL."
+        + (
+            f" One PUT of such a value to that store, alone, took {_num(w['store_put_ms']['median'])} ms "
+            f"(median of {w['store_put_ms']['n']})."
+            if "store_put_ms" in w
+            else ""
+        ),
         "",
     ]
 
