@@ -8,8 +8,11 @@ import datetime
 import json
 import uuid
 from types import SimpleNamespace
+from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage, convert_to_openai_messages
 from langgraph.types import Interrupt, Send
 
 from langgraph_pg_durable.core.actions import (
@@ -20,11 +23,14 @@ from langgraph_pg_durable.core.actions import (
     STATE_VALUE_BYTES,
     SendToName,
     agent_name,
+    _openai_text_message,
     is_subgraph_input,
     describe,
+    message_json,
     readable,
     send_index,
 )
+from langgraph_pg_durable.core.codec import dump_json
 from langgraph_pg_durable.core.runs import has_next_tasks, invocation_of, new_run_id
 from langgraph_pg_durable.memory import CheckpointNotes, MessageMemory, RunRegistry
 
@@ -420,3 +426,55 @@ def test_a_send_row_stored_before_its_checkpoint_is_named_once_by_whichever_come
     notes.later("t", "", "c2", row)
     assert notes.note("t", "", "c2", 3, ()) == []  # a read notes without taking: the rows wait for the put
     assert notes.note("t", "", "c2", 3, (), take=True) == [row]
+
+
+_TEXT = st.text(max_size=40)
+_KWARGS = st.dictionaries(
+    st.sampled_from(["refusal", "__openai_role__", "other"]), st.one_of(st.text(max_size=10), st.integers(), st.none()), max_size=3
+)
+_TOOL_CALLS = st.lists(
+    st.builds(
+        lambda name, n: {"name": name, "args": {"n": n}, "id": f"call-{n}", "type": "tool_call"},
+        st.text(min_size=1, max_size=8),
+        st.integers(),
+    ),
+    max_size=2,
+)
+_MESSAGES = st.one_of(
+    st.builds(HumanMessage, content=_TEXT, name=st.none() | _TEXT, id=st.none() | _TEXT, additional_kwargs=_KWARGS),
+    st.builds(AIMessage, content=_TEXT, name=st.none() | _TEXT, additional_kwargs=_KWARGS, tool_calls=_TOOL_CALLS),
+    st.builds(ToolMessage, content=_TEXT, tool_call_id=_TEXT, name=st.none() | _TEXT, additional_kwargs=_KWARGS),
+    st.builds(SystemMessage, content=_TEXT, name=st.none() | _TEXT, additional_kwargs=_KWARGS),
+    st.builds(HumanMessage, content=st.lists(st.builds(lambda t: {"type": "text", "text": t}, _TEXT), max_size=2)),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MESSAGES)
+def test_a_text_message_takes_the_shape_langchains_converter_gives_it(message: Any) -> None:
+    """message_json's own conversion of LangChain's common text messages (the converter's
+    general walk was the action log's largest cost) is exactly the converter's: a message
+    it does not take (tool calls, content blocks, a role that is not text) goes to the
+    converter, and one the converter refuses is refused by both."""
+    try:
+        expected: Any = convert_to_openai_messages([message])[0]
+    except Exception as exc:  # noqa: BLE001 - whatever the converter raises, ours must not answer
+        expected = type(exc)
+    ours = _openai_text_message(message)
+    if ours is not None:
+        assert ours == expected and list(ours) == list(expected)  # the same keys, in the same order
+    assert json.loads(dump_json(message_json(message))) == json.loads(dump_json(_expected_json(message, expected)))
+
+
+def _expected_json(message: Any, converted: Any) -> Any:
+    """message_json as written before its own conversion: the converter's shape, then the extras."""
+    if isinstance(converted, type):
+        converted = {"type": message.type, "content": readable(message.content)}
+    out = readable(converted)
+    if message.id is not None:
+        out["id"] = message.id
+    for extra in ("usage_metadata", "response_metadata"):
+        found = getattr(message, extra, None)
+        if found:
+            out[extra] = readable(found)
+    return out
