@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from .core.actions import KNOWN, SendToName
 from .core.codec import is_compressed, unpacked
 from .core.fencing import new_writer
+from .core.item_group import ItemGroup
 from .core.lists import ListState, Location, RawItems
 from .core.offload import sha256_hex
 
@@ -173,6 +174,11 @@ class ListMemory:
         return self._locations
 
 
+def _weight(items: RawItems) -> int:
+    """The stored bytes of a group's items (an ItemGroup knows them without cutting its runs)."""
+    return items.nbytes if isinstance(items, ItemGroup) else sum(map(len, map(_DATA, items.values())))
+
+
 class ItemCache:
     """Stored bytes of recent list items, by (thread, namespace), then (channel, version).
 
@@ -204,7 +210,7 @@ class ItemCache:
                 continue
             if not inflated and any(is_compressed(type_) for type_, _ in items.values()):
                 items = {idx: unpacked(type_, data) for idx, (type_, data) in items.items()}
-            size = sum(map(len, map(_DATA, items.values())))
+            size = _weight(items)
             if size <= limit:
                 ready.append((key, items, size))
         if not ready:
@@ -219,7 +225,7 @@ class ItemCache:
             while self._bytes > self.max_bytes and self._threads:
                 oldest_thread, oldest_groups = next(iter(self._threads.items()))
                 _, old = oldest_groups.popitem(last=False)
-                self._bytes -= sum(map(len, map(_DATA, old.values())))
+                self._bytes -= _weight(old)
                 if not oldest_groups:
                     del self._threads[oldest_thread]
 

@@ -8,12 +8,13 @@ and callbacks around it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import operator
 import os
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -147,16 +148,17 @@ class Codec:
 
     def load_items(self, raw: Sequence[tuple[str, bytes | None]], *, where: Where) -> list[Any]:
         """Decode list items in order; a failure is a DeserializationError naming `where`."""
-        try:
+        with _item_errors(where):
             return self._load_items(raw)
-        except DurableCheckpointError:
-            raise
-        except (BlockedTypeError, PlaintextRefusedError) as exc:
-            raise DeserializationError(f"{named(where)}: a stored list item {exc}") from exc
-        except Exception as exc:
-            raise DeserializationError(
-                f"{named(where)}: a stored list item cannot be decoded ({type(exc).__name__}: {str(exc).strip()[:200]})"
-            ) from exc
+
+    def load_spans(self, pieces: Sequence[tuple[str, bytes, int]], *, where: Where) -> list[Any] | None:
+        """Decode list items given as pieces of (type, the bytes of `n` items end to end,
+        n), in order, in one C call as `_load_items` frames them; None (nothing decoded)
+        unless every piece is plain msgpack of the default serializer."""
+        if self._msgpack is None or any(type_ != "msgpack" for type_, _, _ in pieces):
+            return None
+        with _item_errors(where):
+            return self._framed(sum(n for _, _, n in pieces), [data for _, data, _ in pieces])
 
     def _load_items(self, raw: Sequence[tuple[str, bytes | None]]) -> list[Any]:
         """Plain msgpack items of the default serializer decode in one C call, framed as
@@ -169,21 +171,44 @@ class Codec:
             types = set(map(_TYPE, raw))
         if self._msgpack is None or types != {"msgpack"}:
             return [checked_loads(self.serde, (type_, data or b"")) for type_, data in raw]
-        count = len(raw) + 1
+        # (An empty item drops out of the frame, whose count then refuses it.)
+        return self._framed(len(raw), filter(None, map(_DATA, raw)))
+
+    def _framed(self, count: int, parts: Iterable[bytes]) -> list[Any]:
+        """`count` msgpack items, their bytes end to end in `parts`, decoded in one C call:
+        framed as one msgpack array (the bytes a whole list would have) ending in a random
+        sentinel, so bytes that are not exactly `count` objects shift the sentinel and are
+        refused (else they would read as other items)."""
+        count += 1
         if count >= 1 << 32:
-            raise ValueError(f"{len(raw):,} items are more than one list holds")
+            raise ValueError(f"{count - 1:,} items are more than one list holds")
         header = (
             bytes([0x90 | count])
             if count < 16
             else (b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16 else b"\xdd" + count.to_bytes(4, "big"))
         )
-        # (An empty item drops out of the frame, whose count then refuses it.)
-        framed = b"".join((header, *filter(None, map(_DATA, raw)), _SENTINEL))
+        framed = b"".join((header, *parts, _SENTINEL))
+        assert self._msgpack is not None
         values = checked_msgpack_loads(self._msgpack, framed, self.serde)
         if not isinstance(values, list) or len(values) != count or values[-1] != _SENTINEL_VALUE:
             raise ValueError("an item's bytes are not exactly one msgpack object (it would read as another)")
         values.pop()
         return values
+
+
+@contextlib.contextmanager
+def _item_errors(where: Where) -> Iterator[None]:
+    """A failure to decode list items as a DeserializationError naming `where`."""
+    try:
+        yield
+    except DurableCheckpointError:
+        raise
+    except (BlockedTypeError, PlaintextRefusedError) as exc:
+        raise DeserializationError(f"{named(where)}: a stored list item {exc}") from exc
+    except Exception as exc:
+        raise DeserializationError(
+            f"{named(where)}: a stored list item cannot be decoded ({type(exc).__name__}: {str(exc).strip()[:200]})"
+        ) from exc
 
 
 _TYPE = operator.itemgetter(0)

@@ -24,6 +24,7 @@ from . import msgpack_bounds
 from .codec import Codec, is_compressed, load_json, unpacked_item
 from .encode import PACKED_WRITES_TYPE
 from .keys import CheckpointKey
+from .item_group import ItemGroup
 from .lists import ListState, RawItems
 from .metadata import load_metadata, load_metadata_json
 from .offload import ObjectRef, RefColumns, references
@@ -92,22 +93,44 @@ class CheckpointRow:
         return f"thread {shown(self.thread_id)}, checkpoint {shown(self.checkpoint_id)}"
 
 
-def item_run(row: Sequence[Any], thread_id: str) -> RawItems:
-    """The items of a Detail row of part 'r' by idx: its bytes cut as ITEM_CUTS says, each
-    inflated once. Raises DeserializationError (naming the run's version) when the cuts
-    do not cover the bytes exactly."""
-    channel, version = row[Detail.CHANNEL], row[Detail.VERSION]
+def _run_cuts(row: Sequence[Any], thread_id: str) -> tuple[str, bytes, tuple[int, ...], tuple[int, ...]]:
+    """A Detail row of part 'r' as (type, bytes, each item's idx, each one's length).
+    Raises DeserializationError (naming the run's version) when the cuts do not cover the
+    bytes exactly."""
     type_, data, cuts = row[Detail.TYPE], row[Detail.VALUE] or b"", row[Detail.ITEM_CUTS] or b""
     count, odd = divmod(len(cuts), 8)
     pairs = struct.unpack(f">{'iI' * count}", cuts) if not odd else ()
     sizes = pairs[1::2]
     if not sizes or sum(sizes) != len(data):
         raise DeserializationError(
-            f"thread {shown(thread_id)}, channel {shown(channel)}, version {shown(version)}: "
+            f"thread {shown(thread_id)}, channel {shown(row[Detail.CHANNEL])}, version {shown(row[Detail.VERSION])}: "
             "a run of stored items whose lengths do not cut its bytes exactly"
         )
+    return type_, data, pairs[::2], sizes
+
+
+def add_run(group: RawItems, row: Sequence[Any], thread_id: str) -> None:
+    """A Detail row of part 'r' into its version's `group`: whole, as an ItemGroup keeps a
+    run (see core.item_group), unless its items are stored compressed (each is inflated
+    once, as `item_run` does)."""
+    type_, data, idxs, sizes = _run_cuts(row, thread_id)
+    if isinstance(group, ItemGroup) and not is_compressed(type_):
+        group.add_run(type_, data, idxs, sizes)
+    else:
+        group.update(_cut(row, thread_id, type_, data, idxs, sizes))
+
+
+def item_run(row: Sequence[Any], thread_id: str) -> RawItems:
+    """The items of a Detail row of part 'r' by idx: its bytes cut as ITEM_CUTS says, each
+    inflated once. Raises DeserializationError (naming the run's version) when the cuts
+    do not cover the bytes exactly."""
+    return _cut(row, thread_id, *_run_cuts(row, thread_id))
+
+
+def _cut(row: Sequence[Any], thread_id: str, type_: str, data: bytes, idxs: Sequence[int], sizes: Sequence[int]) -> RawItems:
+    channel, version = row[Detail.CHANNEL], row[Detail.VERSION]
     ends = list(accumulate(sizes))
-    spans = zip(pairs[::2], [0, *ends[:-1]], ends)
+    spans = zip(idxs, [0, *ends[:-1]], ends)
     if is_compressed(type_):
         return {
             idx: unpacked_item(type_, data[start:end], partial(_item_named, thread_id, channel, version, idx)) for idx, start, end in spans
@@ -293,7 +316,14 @@ def decode_tuple(
                 r[Detail.TYPE], r[Detail.VALUE], partial(_item_named, key.thread_id, channel, version, idx)
             )
         elif part == Part.ITEM_RUN:
-            fetched.setdefault((r[Detail.CHANNEL], r[Detail.VERSION]), {}).update(item_run(r, key.thread_id))
+            # A version with runs keeps them whole (a version written an item a step, most of
+            # a chat's, stays a dict: an ItemGroup costs it more than it saves).
+            group = fetched.get((r[Detail.CHANNEL], r[Detail.VERSION]))
+            if not isinstance(group, ItemGroup):
+                loose, group = group, ItemGroup()
+                group.update(loose or {})
+                fetched[(r[Detail.CHANNEL], r[Detail.VERSION])] = group
+            add_run(group, r, key.thread_id)
         elif part == Part.CHECKPOINT:
             row = CheckpointRow.from_row(r, CHECKPOINT_IN_DETAIL)
         elif part == Part.WRITE:

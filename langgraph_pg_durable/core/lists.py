@@ -27,7 +27,7 @@ import hashlib
 import operator
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 import itertools
 from typing import Any, Protocol, TypeVar
@@ -37,6 +37,7 @@ import orjson
 from ..errors import DeserializationError, ListIntegrityError, Where, named, shown
 from .codec import Codec, StoredItem, digest, packed, unpacked
 from .chunks import Chunked, as_chunked
+from .item_group import ItemGroup
 from .offload import ObjectRef, Placement, Upload
 
 T = TypeVar("T")
@@ -49,9 +50,11 @@ CHAIN_SEPARATOR = "\x1f"  # joins a chain's versions into one text parameter
 DEFAULT_SNAPSHOT_EVERY = 16
 
 Segment = tuple[str, int, int]  # version whose items these are, first idx, count
-RawItems = dict[int, StoredItem]  # idx -> (serializer type, bytes) of one version's items
+RawItems = MutableMapping[int, StoredItem]  # idx -> (serializer type, bytes) of one version's items (a dict, or an ItemGroup)
 Location = tuple[str, int]  # version, idx
+_TYPE = operator.itemgetter(0)  # the serializer type of a stored (type, bytes) item
 _DATA = operator.itemgetter(1)  # the bytes of a stored (type, bytes) item
+_COUNT = operator.itemgetter(2)  # how many items a segment holds
 _VERSION = operator.itemgetter(0)  # the version of a location
 
 
@@ -204,7 +207,7 @@ class ListState:
         chain: tuple[str, ...],
         digests: Sequence[bytes] | None,
         locations: Sequence[Location],
-        raw: Sequence[tuple[str, bytes]] | None = None,
+        raw: Iterable[tuple[str, bytes]] | None = None,
         seen: Seen | None = None,
     ) -> None:
         self.version = version
@@ -566,6 +569,54 @@ def pick_segments(groups: Mapping[str, Mapping[int, T]], segments: Sequence[Segm
     return out
 
 
+def _spans(groups: Mapping[str, RawItems], segments: Sequence[Segment], where: Where) -> list[tuple[str, bytes, int]] | None:
+    """The items of `segments` as (type, bytes, count) pieces: whole runs' bytes where a
+    cold read fetched whole runs (see ItemGroup.spans), an item a piece elsewhere. None
+    when whole runs hold under half the items (a chat's list, an item a version: the
+    per-item path is faster then), or an item's bytes are not held (missing items raise
+    ListIntegrityError, as `pick` does)."""
+    if 2 * sum(len(group) for group in groups.values() if type(group) is ItemGroup) < sum(map(_COUNT, segments)):
+        return None  # (decided before a look at each segment: a chat's list has hundreds)
+    found = [
+        group.spans(start, count) if isinstance(group := groups.get(version), ItemGroup) else None for version, start, count in segments
+    ]
+    if 2 * sum(n for runs in found if runs for _, _, n in runs) < sum(map(_COUNT, segments)):
+        return None
+    pieces: list[tuple[str, bytes, int]] = []
+    loose: list[Segment] = []  # segments in a row not made of whole runs, picked together
+
+    def picked() -> bool:
+        items = pick_segments(groups, loose, where=where)
+        pieces.extend(zip(map(_TYPE, items), map(_DATA, items), itertools.repeat(1)))
+        loose.clear()
+        return all(map(_DATA, items))
+
+    for segment, runs in zip(segments, found):
+        if runs is None:
+            loose.append(segment)
+            continue
+        if loose and not picked():
+            return None
+        pieces.extend(runs)
+    if loose and not picked():
+        return None
+    return pieces
+
+
+class _Picked:
+    """`pick_segments(groups, segments)`, made each time it is iterated: a list state keeps
+    its items' bytes for the digests a put extending it needs, and most reads are never
+    followed by one."""
+
+    __slots__ = ("_groups", "_segments", "_where")
+
+    def __init__(self, groups: Mapping[str, RawItems], segments: Sequence[Segment], where: Where) -> None:
+        self._groups, self._segments, self._where = groups, segments, where
+
+    def __iter__(self) -> Iterator[StoredItem]:
+        return iter(pick_segments(self._groups, self._segments, where=self._where))
+
+
 def pick(items: Mapping[Location, T], segments: Sequence[Segment], *, where: Where) -> list[T]:
     """The items of `segments` from `items` (by location), in order; a missing one raises
     ListIntegrityError."""
@@ -644,13 +695,21 @@ def restore(
             rows_of = by_channel.get(channel, {})
             name = functools.partial(where, channel, version)
             segments = segments_of(version, rows_of, where=name, available={v: len(items) for v, items in groups.items()})
-            stored_bytes = pick_segments(groups, segments, where=name)
-            value = codec.load_items(stored_bytes, where=name)
-            seen = Seen.of(value, sum(map(len, filter(None, map(_DATA, stored_bytes)))))
+            pieces = _spans(groups, segments, name)
+            value = codec.load_spans(pieces, where=name) if pieces is not None else None
+            raw: Iterable[tuple[str, bytes]]
+            if value is None:
+                raw = pick_segments(groups, segments, where=name)
+                value = codec.load_items(raw, where=name)
+                weight = sum(map(len, filter(None, map(_DATA, raw))))
+            else:  # whole runs: each item's bytes are cut out only if a put extends the list
+                raw = _Picked(groups, segments, name)
+                weight = sum(len(data) for _, data, _ in pieces or ())
+            seen = Seen.of(value, weight)
             where_items = tuple(
                 itertools.chain.from_iterable(zip(itertools.repeat(v, count), range(start, start + count)) for v, start, count in segments)
             )
-            out[(channel, version)] = (value, ListState(version, rows_of[version].chain, None, where_items, stored_bytes, seen))
+            out[(channel, version)] = (value, ListState(version, rows_of[version].chain, None, where_items, raw, seen))
         return out
     present_by_channel: dict[str, dict[Location, tuple[str, bytes]]] = {}
     for (channel, version), items in raw_items.items():
