@@ -109,12 +109,11 @@ def _run_cuts(row: Sequence[Any], thread_id: str) -> tuple[str, bytes, tuple[int
     return type_, data, pairs[::2], sizes
 
 
-def add_run(group: RawItems, row: Sequence[Any], thread_id: str) -> None:
-    """A Detail row of part 'r' into its version's `group`: whole, as an ItemGroup keeps a
-    run (see core.item_group), unless its items are stored compressed (each is inflated
-    once, as `item_run` does)."""
+def add_run(group: ItemGroup, row: Sequence[Any], thread_id: str) -> None:
+    """A Detail row of part 'r' into its version's `group`: whole (see core.item_group),
+    unless its items are stored compressed (each is inflated once, as `item_run` does)."""
     type_, data, idxs, sizes = _run_cuts(row, thread_id)
-    if isinstance(group, ItemGroup) and not is_compressed(type_):
+    if not is_compressed(type_):
         group.add_run(type_, data, idxs, sizes)
     else:
         group.update(_cut(row, thread_id, type_, data, idxs, sizes))

@@ -37,7 +37,7 @@ class ItemGroup(MutableMapping[int, StoredItem]):
         runs: sql.reads cuts a version's items into runs by idx)."""
         run = (type_, data, idxs, sizes)
         self._runs.append(run)
-        self._uncut = [*self._uncut, run]
+        self._uncut.append(run)  # (runs are added by the read that fetched them, before the group is shared)
         self.nbytes += len(data)
 
     def spans(self, start: int, count: int) -> list[tuple[str, bytes, int]] | None:
