@@ -9,16 +9,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import ormsgpack
+import psycopg
 import pytest
 from checkpoints import next_put
-from langgraph_pg_durable import DurablePostgresSaver
+from psycopg import sql
+
+from langgraph_pg_durable import DeserializationError, DurablePostgresSaver
 from langgraph_pg_durable.sql.reads import COLD_READ_WORK_MEM, RUN_ITEMS, RUN_MIN_ITEMS, Detail, Part
 
 
-def _stored(saver: DurablePostgresSaver, items: list[Any], appended: list[Any]) -> dict:
+def _stored(saver: DurablePostgresSaver, items: list[Any], appended: list[Any], thread_id: str = "cold") -> dict:
     """A list put whole, then a delta appending `appended`: the config of the second."""
     versions = {"items": saver.get_next_version(None, None)}
-    config = next_put(saver, {"configurable": {"thread_id": "cold", "checkpoint_ns": ""}}, {"items": items}, versions, versions, step=0)
+    config = next_put(saver, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, {"items": items}, versions, versions, step=0)
     grown = {"items": saver.get_next_version(versions["items"], None)}
     return next_put(saver, config, {"items": [*items, *appended]}, grown, grown, step=1)
 
@@ -99,6 +103,30 @@ def test_a_version_is_read_past_its_first_run_only_when_that_run_is_full(pg_dsn:
     sizes = [min(RUN_ITEMS, count - start) for start in range(0, count, RUN_ITEMS)]
     short = sum(size for size in sizes if size < RUN_MIN_ITEMS)  # a last run of a few items comes a row each
     assert parts[Part.ITEM_RUN] == sum(size >= RUN_MIN_ITEMS for size in sizes) and parts[Part.ITEM] == short + 1
+
+
+def test_a_run_item_holding_two_objects_is_refused_by_name_and_other_threads_read_back(pg_dsn: str, schema_name: str) -> None:
+    """A whole run decodes in one call from its bytes end to end: an item whose stored bytes
+    hold two msgpack objects shifts the frame's sentinel and is refused, naming the thread
+    and channel (never read as the next item); another thread's list reads back whole."""
+    items = [f"line {i}" for i in range(RUN_ITEMS)]
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        config = _stored(saver, items, ["last"])
+        kept = _stored(saver, items, ["last"], thread_id="kept")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        changed = conn.execute(
+            sql.SQL("UPDATE {}.channel_items SET value = %s WHERE thread_id = 'cold' AND idx = 2 AND type = 'msgpack'").format(
+                sql.Identifier(schema_name)
+            ),
+            [ormsgpack.packb("first") + ormsgpack.packb("second")],
+        ).rowcount
+    assert changed == 1
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as fresh:
+        with pytest.raises(DeserializationError, match=r"'cold'.*'items'.*not exactly one msgpack object"):
+            fresh.get_tuple(config)
+    parts, read = _cold_parts(pg_dsn, schema_name, kept, list_min_bytes=0)
+    assert read == [*items, "last"] and parts[Part.ITEM_RUN] == 1  # read by the runs' path
 
 
 def _work_mem(saver: DurablePostgresSaver) -> str:
