@@ -176,7 +176,7 @@ class ListMemory:
 
 def _weight(items: RawItems) -> int:
     """The stored bytes of a group's items (an ItemGroup knows them without cutting its runs)."""
-    return items.nbytes if isinstance(items, ItemGroup) else sum(map(len, map(_DATA, items.values())))
+    return items.nbytes if type(items) is ItemGroup else sum(map(len, map(_DATA, items.values())))
 
 
 class ItemCache:

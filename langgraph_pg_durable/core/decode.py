@@ -310,9 +310,16 @@ def decode_tuple(
     for r in rows:
         part = r[Detail.PART]
         if part == Part.ITEM:
-            channel, version, idx = r[Detail.CHANNEL], r[Detail.VERSION], r[Detail.IDX]
-            fetched.setdefault((channel, version), {})[idx] = unpacked_item(  # inflated once, for the decode and the cache
-                r[Detail.TYPE], r[Detail.VALUE], partial(_item_named, key.thread_id, channel, version, idx)
+            channel, version, idx, type_, data = r[Detail.CHANNEL], r[Detail.VERSION], r[Detail.IDX], r[Detail.TYPE], r[Detail.VALUE]
+            items = fetched.get((channel, version))
+            if items is None:
+                items = fetched[(channel, version)] = {}
+            # Inflated once, for the decode and the cache (most items are stored as they are:
+            # a cold read of a chat takes hundreds, each a row).
+            items[idx] = (
+                (type_, data)
+                if data is not None and not is_compressed(type_)
+                else unpacked_item(type_, data, partial(_item_named, key.thread_id, channel, version, idx))
             )
         elif part == Part.ITEM_RUN:
             # A version with runs keeps them whole (a version written an item a step, most of

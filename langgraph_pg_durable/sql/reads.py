@@ -127,6 +127,20 @@ _LIST_ROW = {
 }
 
 
+# An item's row, from channel_items aliased `i`.
+_ITEM_ROW = {
+    "part": "'i'",
+    "channel": "i.channel",
+    "version": "i.version",
+    "idx": "i.idx",
+    "type": "i.type",
+    "value": "i.value",
+    "object_key": "i.object_key",
+    "object_sha256": "i.object_sha256",
+    "object_size": "i.object_size",
+}
+
+
 def _run_of_items(q: str, key: str, run: str) -> str:
     """The items of run `run` (an expression) of the version `key` names (an alias with
     channel and version), aggregated: their type, bytes and cuts (see get_tuple's runs),
@@ -165,21 +179,36 @@ def get_tuple(q: str, *, by_id: bool, cold: bool = False) -> str:
     SELECT channel, item_version FROM writes WHERE item_version IS NOT NULL
 )"""
         item_keys += f""",
+-- The first {RUN_MIN_ITEMS} items of every version the read needs, one index scan per
+-- channel (`version = ANY`: a descent of the primary key per version, so no item of a
+-- version the read does not need, an older snapshot's, is read). A chat writes a version
+-- of an item or two a step: that scan is all its items. A version's items are numbered
+-- from 0 without gaps (core.lists), so one holding item {RUN_MIN_ITEMS - 1} has more, and
+-- comes as runs instead (below). (Read version by version, a subquery each, a 200-message
+-- thread cost the server 1.6 ms; this way, ~0.5 ms.)
+small_items AS MATERIALIZED (
+    SELECT i.channel, i.version, i.idx, i.type, i.value, i.object_key, i.object_sha256, i.object_size
+    FROM (SELECT DISTINCT channel, version FROM item_keys) AS k
+    CROSS JOIN LATERAL (
+        SELECT i.channel, i.version, i.idx, i.type, i.value, i.object_key, i.object_sha256, i.object_size
+        FROM {q}.channel_items i
+        WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
+          AND i.channel = k.channel AND i.version = k.version AND i.idx < {RUN_MIN_ITEMS}
+        OFFSET 0) AS i
+),
 -- Runs of {RUN_MIN_ITEMS} to {RUN_ITEMS} items of one version, of one type, all inline: a row
 -- per run instead of per item. VALUE is their bytes end to end, ITEM_CUTS each one's idx
 -- and length in the same order (aggregates without ORDER BY: the client needs no order,
 -- each item says where it goes). Items of any other run come a row each.
--- Each version the read needs is read alone, a range scan of the primary key per run, so
--- nothing is sorted (a sort of every item of the channel by its version's text took 0.1 s
--- of the 0.16 s the server spent on a cold read of 100,000 items) and no item of a
--- version the read does not need (an older snapshot's) is read. A version's first run is
--- read first: a version written a few items a step (a chat) is that one run, a range scan
--- in all; only a version whose first run is full (or empty) is probed for its highest idx,
--- and its other runs read. Types are compared bytewise (COLLATE "C"): strcoll is slow, and
--- a run's items are of one type or not whatever the database's collation.
+-- Each long version is read alone, a range scan of the primary key per run, so nothing is
+-- sorted (a sort of every item of the channel by its version's text took 0.1 s of the
+-- 0.16 s the server spent on a cold read of 100,000 items). A version's first run is read
+-- first; only a version whose first run is full is probed for its highest idx, and its
+-- other runs read. Types are compared bytewise (COLLATE "C"): strcoll is slow, and a run's
+-- items are of one type or not whatever the database's collation.
 first_runs AS MATERIALIZED (
     SELECT k.channel, k.version, 0 AS run, r.*
-    FROM (SELECT DISTINCT channel, version FROM item_keys) AS k
+    FROM (SELECT channel, version FROM small_items WHERE idx = {RUN_MIN_ITEMS - 1}) AS k
     CROSS JOIN LATERAL ({_run_of_items(q, "k", "0")}) AS r
 ),
 runs AS MATERIALIZED (
@@ -198,15 +227,21 @@ runs AS MATERIALIZED (
     -- high was compiled by JIT at every cold read, 67 ms.)
     CROSS JOIN LATERAL unnest(ARRAY(SELECT generate_series(1, top.idx / {RUN_ITEMS}))) AS g(run)
     CROSS JOIN LATERAL ({_run_of_items(q, "f", "g.run")}) AS r
-    WHERE f.items IN (0, {RUN_ITEMS}) AND r.items > 0
+    WHERE f.items = {RUN_ITEMS} AND r.items > 0
 ),
 broken_runs AS MATERIALIZED (
     SELECT channel, version, run FROM runs WHERE NOT whole
 )"""
-        items = f"""-- A range of the primary key per broken run, whatever the statistics say (OFFSET 0
--- keeps the subquery apart, its keys parameters): as a join, planned with statistics from
--- before a long list was written, each run's items were filtered out of every item of the
--- thread (the benchmark's cold read of 100,000 items: 25 runs, 2.5 million rows, 0.65 s).
+        items = f"""-- The items of short versions, then those of long versions' broken runs: a range of
+-- the primary key per broken run, whatever the statistics say (OFFSET 0 keeps the
+-- subquery apart, its keys parameters): as a join, planned with statistics from before a
+-- long list was written, each run's items were filtered out of every item of the thread
+-- (the benchmark's cold read of 100,000 items: 25 runs, 2.5 million rows, 0.65 s).
+FROM small_items i
+LEFT JOIN first_runs f ON f.channel = i.channel AND f.version = i.version
+WHERE f.version IS NULL
+UNION ALL
+SELECT {_detail(**_ITEM_ROW)}
 FROM broken_runs b
 CROSS JOIN LATERAL (
     SELECT i.channel, i.version, i.idx, i.type, i.value, i.object_key, i.object_sha256, i.object_size
@@ -325,19 +360,7 @@ UNION ALL
 SELECT {_detail(part="'l'", **_LIST_ROW)}
 FROM links
 UNION ALL
-SELECT {
-        _detail(
-            part="'i'",
-            channel="i.channel",
-            version="i.version",
-            idx="i.idx",
-            type="i.type",
-            value="i.value",
-            object_key="i.object_key",
-            object_sha256="i.object_sha256",
-            object_size="i.object_size",
-        )
-    }
+SELECT {_detail(**_ITEM_ROW)}
 {items}
 UNION ALL
 SELECT {_detail(part="'w'", task_id="task_id", task_path="task_path", channel="channel", idx="idx", type="type", value="value", **_REF)}
@@ -411,21 +434,7 @@ UNION ALL
 SELECT {_detail(part="'l'", thread_id="thread_id", checkpoint_ns="checkpoint_ns", **_LIST_ROW)}
 FROM links
 UNION ALL
-SELECT {
-        _detail(
-            part="'i'",
-            thread_id="i.thread_id",
-            checkpoint_ns="i.checkpoint_ns",
-            channel="i.channel",
-            version="i.version",
-            idx="i.idx",
-            type="i.type",
-            value="i.value",
-            object_key="i.object_key",
-            object_sha256="i.object_sha256",
-            object_size="i.object_size",
-        )
-    }
+SELECT {_detail(thread_id="i.thread_id", checkpoint_ns="i.checkpoint_ns", **_ITEM_ROW)}
 FROM item_keys k
 JOIN {q}.channel_items i
   ON i.thread_id = k.thread_id AND i.checkpoint_ns = k.checkpoint_ns

@@ -90,6 +90,37 @@ def test_short_groups_come_a_row_per_item(pg_dsn: str, schema_name: str) -> None
     assert parts[Part.ITEM_RUN] == 1 and parts[Part.ITEM] == RUN_MIN_ITEMS - 1
 
 
+def test_a_long_version_whose_first_run_is_broken_sends_each_item_once(pg_dsn: str, schema_name: str) -> None:
+    """Every version's first RUN_MIN_ITEMS items are read in one scan; a longer version's
+    come again in its runs, so they are dropped from the rows: with its first run broken
+    (a compressed item among them), each of its items comes back exactly once."""
+    items: list[Any] = [f"line {i}" for i in range(2 * RUN_ITEMS)]
+    items[3] = "compressible " * 200
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        config = _stored(saver, items, ["last"])
+    parts, read = _cold_parts(pg_dsn, schema_name, config, list_min_bytes=0)
+    assert read == [*items, "last"]
+    assert parts[Part.ITEM] == RUN_ITEMS + 1 and parts[Part.ITEM_RUN] == 1
+
+
+def test_a_chat_of_short_versions_comes_a_row_per_item(pg_dsn: str, schema_name: str) -> None:
+    """A list grown by one or two items a step, across snapshots: every item comes back once,
+    a row each, from the one scan of short versions."""
+    expected: list[Any] = []
+    config: dict = {"configurable": {"thread_id": "chat", "checkpoint_ns": ""}}
+    version = None
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        for step in range(40):
+            expected = [*expected, *[f"turn {step} part {k}" for k in range(1 + step % 2)]]
+            version = saver.get_next_version(version, None)
+            config = next_put(saver, config, {"items": expected}, {"items": version}, {"items": version}, step=step)
+    parts, read = _cold_parts(pg_dsn, schema_name, config, list_min_bytes=0)
+    assert read == expected
+    assert parts[Part.ITEM] == len(expected) and parts[Part.ITEM_RUN] == 0
+
+
 @pytest.mark.parametrize("count", [RUN_ITEMS - 1, RUN_ITEMS, RUN_ITEMS + 1, 2 * RUN_ITEMS])
 def test_a_version_is_read_past_its_first_run_only_when_that_run_is_full(pg_dsn: str, schema_name: str, count: int) -> None:
     """A version's first run is read first, and its other runs only when it is full: at
