@@ -24,10 +24,10 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import sql
 from psycopg.rows import dict_row
-from obstore.store import from_url
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
+from langgraph_pg_durable.store import open_store
 
 # Reuse the tests' server provisioning and round-trip proxy rather than copy them.
 _TESTS = str(Path(__file__).resolve().parent.parent / "tests" / "support")
@@ -167,9 +167,9 @@ class Bench:
         return {"object_store": url, "object_store_options": options}
 
     def object_store(self, kind: str) -> Any:
-        """The object store a saver of `kind` writes to (obstore)."""
+        """The object store a saver of `kind` writes to (obstore), opened as the saver opens it."""
         url, options = self.stores[kind]
-        return from_url(url, **({"mkdir": True} if url.startswith("file://") else options))
+        return open_store(url, options)
 
     def object_bytes(self, kind: str) -> int | None:
         """Bytes our saver holds in its object store (None for the savers that have none)."""

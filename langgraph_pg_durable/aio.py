@@ -739,7 +739,9 @@ class AsyncDurablePostgresSaver(SaverCore):
         # by then, and their action rows need its step and the node of each of its Sends.
         key = parse_config(config)
         waiting = self._note_put(key, checkpoint, metadata)
-        done = await self._writes_in_flight.wait(in_flight_key(key))
+        # Only a list value can use a pending write's items: a put of none (a step that
+        # replaced a 2 MB value) runs alongside its parent's writes instead of after them.
+        done = self._may_use_offers(checkpoint, new_versions) and await self._writes_in_flight.wait(in_flight_key(key))
         return await self._run(
             self._put_plan(config, key, checkpoint, metadata, new_versions, parent_writes_done=done, waiting_sends=waiting)
         )

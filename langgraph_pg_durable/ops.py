@@ -1003,6 +1003,14 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     # -- plans: the operations of several statements --------------------------------------
 
+    def _may_use_offers(self, checkpoint: Checkpoint, new_versions: ChannelVersions) -> bool:
+        """Whether the put of `checkpoint` may take a list's items from its parent's pending
+        writes (see inflight.py): it writes a value that takes the list layout."""
+        values = checkpoint.get("channel_values") if isinstance(checkpoint, Mapping) else None
+        if not isinstance(values, Mapping) or self.lists.snapshot_every <= 1:
+            return False
+        return any(type(values.get(channel)) is list for channel in new_versions)
+
     def _put_plan(
         self,
         config: RunnableConfig,

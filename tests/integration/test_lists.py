@@ -25,6 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
+from checkpoints import next_put
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver
 from langgraph_pg_durable.core import encode
 from langgraph_pg_durable.core.codec import COMPRESSED
@@ -312,6 +313,23 @@ def test_a_put_that_outruns_the_pending_write_stores_the_items_itself(pg_dsn: st
     with psycopg.connect(pg_dsn) as conn:
         versions = [r[0] for r in conn.execute(f'SELECT version FROM "{schema_name}".channel_items')]
     assert len(versions) == 2 and not any(v.startswith("~") for v in versions)
+
+
+def test_a_put_waits_for_its_parents_writes_only_when_it_writes_a_list(pg_dsn: str, schema_name: str) -> None:
+    """Only a list value can use the items of its parent's pending writes: a put of other
+    values (W2's 2 MB value) is sent alongside those writes, never after them."""
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        waited: list[tuple[str, str, str]] = []
+        wait = saver._writes_in_flight.wait
+        saver._writes_in_flight.wait = lambda key: waited.append(key) or wait(key)  # type: ignore[method-assign]
+        root = {"configurable": {"thread_id": "waits", "checkpoint_ns": ""}}
+        first = {"blob": saver.get_next_version(None, None)}
+        config = next_put(saver, root, {"blob": b"x" * 64}, first, first, step=0)
+        assert waited == []
+        grown = {"blob": first["blob"], "items": saver.get_next_version(None, None)}
+        next_put(saver, config, {"blob": b"x" * 64, "items": ["a", "b"]}, grown, {"items": grown["items"]}, step=1)
+        assert waited == [("waits", "", config["configurable"]["checkpoint_id"])]
 
 
 def test_missing_items_of_a_pending_write_are_a_clear_error(pg_dsn: str, schema_name: str) -> None:
