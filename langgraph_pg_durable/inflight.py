@@ -25,28 +25,44 @@ def in_flight_key(key: CheckpointKey) -> Key:
 
 
 class WritesInFlight:
-    """For a sync saver: writes under way by checkpoint, and a bounded wait for them."""
+    """For a sync saver: writes under way by checkpoint, and a bounded wait for them.
+
+    An event per checkpoint, not one condition for all: the end of one thread's writes
+    wakes the put waiting for them alone (with one condition, every waiting put of every
+    thread woke at each end, and each wake-up asked for the GIL)."""
 
     def __init__(self, wait: float = DEFAULT_WAIT) -> None:
         self.max_wait = wait
         self._count: Counter[Key] = Counter()
-        self._idle = threading.Condition()
+        self._done: dict[Key, threading.Event] = {}
+        self._lock = threading.Lock()
 
     def begin(self, key: Key) -> None:
-        with self._idle:
+        with self._lock:
             self._count[key] += 1
+            if key not in self._done:
+                self._done[key] = threading.Event()
 
     def end(self, key: Key) -> None:
-        with self._idle:
+        done = None
+        with self._lock:
             self._count[key] -= 1
             if self._count[key] <= 0:
                 del self._count[key]
-                self._idle.notify_all()
+                done = self._done.pop(key)
+        if done is not None:
+            done.set()  # (outside the lock: the put it wakes takes the lock next)
 
     def wait(self, key: Key) -> bool:
         """Whether no writes of `key` are under way, waiting a bounded time for them."""
-        with self._idle:
-            return self._idle.wait_for(lambda: key not in self._count, timeout=self.max_wait)
+        deadline = time.monotonic() + self.max_wait
+        while True:
+            with self._lock:
+                done = self._done.get(key)
+            if done is None:
+                return True
+            if not done.wait(max(deadline - time.monotonic(), 0)):
+                return False
 
 
 class AsyncWritesInFlight:
