@@ -56,6 +56,7 @@ _TYPE = operator.itemgetter(0)  # the serializer type of a stored (type, bytes) 
 _DATA = operator.itemgetter(1)  # the bytes of a stored (type, bytes) item
 _COUNT = operator.itemgetter(2)  # how many items a segment holds
 _VERSION = operator.itemgetter(0)  # the version of a location
+_IDX = operator.itemgetter(1)  # the idx of a location
 
 
 # Types whose objects cannot change once made, at their top level: the same object is
@@ -349,11 +350,19 @@ def plan(
         return version, idx
 
     offered = offered or {}
-    if base is not None and appends and len(base.chain) + 1 < snapshot_every:
-        chain = (*base.chain, base.version)
+    if base is not None and appends:
+        # The base's items stay where they are, the appended ones are stored (or offered):
+        # a delta on it, or a snapshot once its chain is full (the same items, the whole
+        # list's segments; no digest of the base looked up again: 100,000 of them took a
+        # snapshot of a long list 0.14 s).
         own = [offered.get(digests[i]) or store(i) for i in range(len(base.digests), len(value))]
         locations: Chunked[Location] = base.locations.extended(own)
-        segments = _segments(own)
+        if len(base.chain) + 1 < snapshot_every:
+            chain = (*base.chain, base.version)
+            segments = _segments(own)
+        else:
+            chain = ()
+            segments = _segments(locations)
     else:
         chain = ()
         known: dict[bytes, Location] = dict(offered)
@@ -461,15 +470,27 @@ def _extends(digests: Sequence[bytes], base: Sequence[bytes]) -> bool:
     return len(digests) >= len(base) and tuple(digests[: len(base)]) == tuple(base)
 
 
-def _segments(locations: Sequence[Location]) -> list[Segment]:
-    """Runs of consecutive items of one version."""
-    out: list[list[Any]] = []
-    for version, idx in locations:
-        if out and out[-1][0] == version and out[-1][1] + out[-1][2] == idx:
-            out[-1][2] += 1
-        else:
-            out.append([version, idx, 1])
-    return [(v, s, c) for v, s, c in out]
+def _segments(locations: Iterable[Location]) -> list[Segment]:
+    """Runs of consecutive items of one version: items of one version side by side are
+    grouped at C speed, and a group whose idxs run on without a gap (the rule: a version's
+    items are appended together) is one segment without a look at each."""
+    out: list[Segment] = []
+    for version, group in itertools.groupby(locations, _VERSION):
+        idxs = list(map(_IDX, group))
+        first = idxs[0]
+        if idxs[-1] - first == len(idxs) - 1 and (len(idxs) < 3 or idxs == list(range(first, first + len(idxs)))):
+            out.append((version, first, len(idxs)))
+            continue
+        start = count = 0
+        for idx in idxs:
+            if count and idx == start + count:
+                count += 1
+            else:
+                if count:
+                    out.append((version, start, count))
+                start, count = idx, 1
+        out.append((version, start, count))
+    return out
 
 
 # -- reading -----------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from rowstore import RowStoreSaver
 
 from langgraph_pg_durable.core.codec import Codec
-from langgraph_pg_durable.core.lists import ListState, plan, restore, segments_of, stored
+from langgraph_pg_durable.core.lists import ListState, _segments, plan, restore, segments_of, stored
 from langgraph_pg_durable.core.offload import Placement
 from langgraph_pg_durable.errors import HistoryRewoundError, ListIntegrityError
 
@@ -402,3 +402,36 @@ def test_the_whole_list_check_sees_a_field_moved_to_the_next_item() -> None:
     assert not _all_unchanged([i for i, _ in moved], [m for _, m in moved])
     unchanged = pool[:3]
     assert _all_unchanged([i for i, _ in unchanged], [m for _, m in unchanged])
+
+
+def _segments_item_by_item(locations: list[tuple[str, int]]) -> list[tuple[str, int, int]]:
+    """Runs of consecutive items of one version, found one item at a time (the oracle)."""
+    out: list[list[Any]] = []
+    for version, idx in locations:
+        if out and out[-1][0] == version and out[-1][1] + out[-1][2] == idx:
+            out[-1][2] += 1
+        else:
+            out.append([version, idx, 1])
+    return [(v, s, c) for v, s, c in out]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["v1", "v2", "~w"]), st.integers(min_value=0, max_value=6)), max_size=40))
+def test_segments_are_the_runs_of_consecutive_items_of_one_version(locations: list[tuple[str, int]]) -> None:
+    """Grouped by version at C speed, split where idxs do not run on: the same runs as a
+    look at each item finds, gaps, repeats and idxs going back included."""
+    assert _segments(locations) == _segments_item_by_item(locations)
+
+
+def test_a_snapshot_of_appends_keeps_every_item_where_it_is_stored() -> None:
+    """A chain full of appends ends in a snapshot that stores only the new item: the
+    base's items keep their locations, and its segments name the whole list."""
+    codec, placement = Codec(RowStoreSaver().serde), Placement(enabled=False)
+    base = None
+    value: list[Any] = []
+    for step in range(4):
+        value = [*value, f"item {step}"]
+        row = plan(codec, channel="items", version=f"v{step}", value=value, base=base, snapshot_every=3, placement=placement, where="test")
+        base = row.state
+    assert row.chain == () and [item.idx for item in row.items] == [0]
+    assert list(row.state.locations) == [("v0", 0), ("v1", 0), ("v2", 0), ("v3", 0)]
