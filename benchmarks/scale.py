@@ -42,7 +42,9 @@ def run(bench: Bench, sizes: Sequence[int], steps: int, reads: int, turns: int) 
             # items leaves ~2.4 GB behind, which autovacuum may take up during the next case.
             for emptied in KINDS:
                 bench.truncate(emptied)
+            bench.checkpoint()
             out[kind].append(_in_own_process(case, bench.spec(kind), items, steps, reads, turns))
+        bench.checkpoint()  # LangGraph alone uses no server, but shares its two cores
         out["alone"].append(_in_own_process(langgraph_alone, items, steps))
     return out
 
