@@ -4,6 +4,7 @@ item cache in play) and cold (a new saver on the same rows)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -435,3 +436,16 @@ def test_a_snapshot_of_appends_keeps_every_item_where_it_is_stored() -> None:
         base = row.state
     assert row.chain == () and [item.idx for item in row.items] == [0]
     assert list(row.state.locations) == [("v0", 0), ("v1", 0), ("v2", 0), ("v3", 0)]
+
+
+@pytest.mark.parametrize("counts", [[1, True], [1, -1], [1, 2.0], [1, "2"], [None]])
+def test_a_list_row_whose_counts_are_not_whole_numbers_is_refused(counts: list[Any]) -> None:
+    """A count sizes what a read looks for: a row holding anything but whole numbers >= 0
+    (a bool, a negative, a float, a string) is refused, naming the list."""
+    body = json.dumps({"n": counts}).encode()
+    with pytest.raises(ListIntegrityError, match=r"list 'items'.*not whole numbers >= 0"):
+        stored((), body, [f"v{i}" for i in range(len(counts))], where="list 'items'")
+
+
+def test_a_list_row_of_counts_reads_as_one_segment_per_version() -> None:
+    assert stored(("v0",), b'{"n":[2,0,1]}', ["v1", "v2", "v3"]).segments == (("v1", 0, 2), ("v2", 0, 0), ("v3", 0, 1))
