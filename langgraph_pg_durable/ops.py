@@ -1007,9 +1007,13 @@ class SaverCore(BaseCheckpointSaver[str]):
         """Whether the put of `checkpoint` may take a list's items from its parent's pending
         writes (see inflight.py): it writes a value that takes the list layout."""
         values = checkpoint.get("channel_values") if isinstance(checkpoint, Mapping) else None
-        if not isinstance(values, Mapping) or self.lists.snapshot_every <= 1:
+        if not isinstance(values, Mapping):
             return False
-        return any(type(values.get(channel)) is list for channel in new_versions)
+        # (A version that is not text is left to the put's own check, which names it.)
+        return any(
+            isinstance(version, str) and list_layout.usable(values.get(channel), version, self.lists.snapshot_every)
+            for channel, version in new_versions.items()
+        )
 
     def _put_plan(
         self,
