@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from .arrays import TextArray
 from .codec import Codec
 from .decode import CheckpointRow
-from .history import HistoryScan
+from .history import HistoryScan, known_groups
 from .keys import parse_config
 
 
@@ -85,7 +85,7 @@ class DeltaWalk:
             "w_threads": TextArray(row.thread_id for row in self.path),
             "w_namespaces": TextArray(row.checkpoint_ns for row in self.path),
             "w_checkpoints": TextArray(row.checkpoint_id for row in self.path),
-            "known": "[]",
+            **known_groups(()),
         }
 
     def result(self, path_tuples: Sequence[CheckpointTuple]) -> dict[str, Any]:

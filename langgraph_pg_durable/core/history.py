@@ -8,7 +8,7 @@ page needs that the previous page did not already decode, and its pending writes
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -49,6 +49,24 @@ def _channel_named(thread_id: str, channel: str) -> str:
 
 def _of_channel(decoded: Mapping[str, dict[Location, Any]], channel: str) -> Mapping[Location, Any]:
     return decoded.get(channel, {})
+
+
+_KEY_SEPARATOR = "\x1f"
+_KNOWN_COLUMNS = ("known_threads", "known_namespaces", "known_channels", "known_versions")
+
+
+def known_groups(groups: Collection[tuple[str, str, str, str]]) -> dict[str, str]:
+    """`sql.reads.page_details`' parameters for the item groups a walk holds (thread,
+    namespace, channel, version): each key column joined by \\x1f behind a leading one, which
+    the server splits (`string_to_array(...)[2:]`: an empty namespace stays an element).
+    Parsing them as one JSON array took the server 0.28 ms of a page's 0.75 for W3's 175
+    groups. A thread id or channel name is the user's and may hold \\x1f itself: then every
+    group goes as JSON (`known`), and nothing is split."""
+    columns = list(zip(*groups)) or [(), (), (), ()]
+    joined = [_KEY_SEPARATOR.join(("", *column)) for column in columns]
+    if all(text.count(_KEY_SEPARATOR) == len(groups) for text in joined):
+        return {**dict(zip(_KNOWN_COLUMNS, joined)), "known": "[]"}
+    return {**dict.fromkeys(_KNOWN_COLUMNS, ""), "known": dump_json(list(groups))}
 
 
 FIRST_PAGE = 8
@@ -186,7 +204,7 @@ class HistoryScan:
             "w_threads": TextArray(r.thread_id for r in page),
             "w_namespaces": TextArray(r.checkpoint_ns for r in page),
             "w_checkpoints": TextArray(r.checkpoint_id for r in page),
-            "known": dump_json(list(self.item_groups)),
+            **known_groups(self.item_groups),
         }
 
     def references(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[tuple[ObjectRef, str]]:

@@ -35,6 +35,7 @@ def test_the_server_names_every_read_column_as_declared(pg_dsn: str, schema_name
             "w_namespaces": empty,
             "w_checkpoints": empty,
             "known": "[]",
+            **dict.fromkeys(("known_threads", "known_namespaces", "known_channels", "known_versions"), ""),
         }
         assert _columns(conn, statements.page_details[False], page) == detail
         assert _columns(conn, statements.page_details[True], {**page, "thread_id": "t"}) == detail

@@ -3,6 +3,7 @@ fragments, `before`) and tuples from hand-built `CheckpointColumn` and `Detail` 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,7 +12,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph_pg_durable.core.codec import Codec, dump_json
-from langgraph_pg_durable.core.history import FILTERED_FIRST_PAGE, FIRST_PAGE, LARGEST_PAGE, HistoryScan
+from langgraph_pg_durable.core.history import FILTERED_FIRST_PAGE, FIRST_PAGE, LARGEST_PAGE, HistoryScan, known_groups
 from langgraph_pg_durable.core.metadata import dump_metadata
 from langgraph_pg_durable.core.offload import ObjectRef
 from langgraph_pg_durable.errors import CheckpointIntegrityError, ConfigError, DeserializationError
@@ -490,3 +491,26 @@ def test_the_objects_a_page_references_are_named() -> None:
     assert history.references(page, [ref_row, value_row("small", "1", 1)]) == [
         (ObjectRef(f"objects/ab/{sha}", sha, 10), "thread 't', checkpoint 'c2', channel 'big' (version '7')")
     ]
+
+
+def _split(text: str) -> list[str]:
+    """The server's `(string_to_array(text, E'\\x1f'))[2:]`."""
+    return text.split("\x1f")[1:] if text else []
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [[], [("t", "", "messages", "v1")], [("t", "", "messages", "v1"), ("t", "ns|1", "", "v2"), ("u", "", "files", "v3")]],
+    ids=["none", "one-with-empty-namespace", "three"],
+)
+def test_held_groups_go_as_split_columns_that_read_back_whole(groups: list[tuple[str, str, str, str]]) -> None:
+    params = known_groups(groups)
+    columns = [_split(params[name]) for name in ("known_threads", "known_namespaces", "known_channels", "known_versions")]
+    assert sorted(zip(*columns)) == sorted(groups) and params["known"] == "[]"
+
+
+def test_held_groups_whose_keys_hold_the_separator_go_as_json() -> None:
+    groups = [("t", "", "messages", "v1"), ("t\x1fu", "", "messages", "v2")]
+    params = known_groups(groups)
+    assert [params[name] for name in ("known_threads", "known_namespaces", "known_channels", "known_versions")] == [""] * 4
+    assert sorted(map(tuple, json.loads(params["known"]))) == sorted(groups)

@@ -336,7 +336,7 @@ def test_details_params_list_only_seed_values_and_the_paths_writes() -> None:
     assert list(params["v_threads"]) == ["t"] and list(params["v_namespaces"]) == [""]
     assert list(params["w_checkpoints"]) == ["c3", "c2", "c1"]
     assert list(params["w_threads"]) == ["t"] * 3
-    assert params["known"] == "[]"
+    assert params["known"] == "[]" and params["known_versions"] == ""
     assert walk.scan.required == {"c1": {"a"}}
 
 
