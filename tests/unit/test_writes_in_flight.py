@@ -38,6 +38,22 @@ def test_a_waiting_put_is_woken_by_the_end_of_its_parents_writes() -> None:
     assert results == [True]
 
 
+def test_every_put_waiting_at_one_checkpoint_is_woken() -> None:
+    flight = WritesInFlight(wait=600.0)
+    flight.begin(PARENT)
+    results: list[bool] = []
+    waiters = [threading.Thread(target=lambda: results.append(flight.wait(PARENT))) for _ in range(3)]
+    for waiter in waiters:
+        waiter.start()
+    flight.end(PARENT)  # the one release opens the gate for all three, whenever each reached it
+    for waiter in waiters:
+        waiter.join()
+    assert results == [True, True, True]
+    flight.max_wait = 0.0
+    flight.begin(PARENT)  # new writes of the same checkpoint close a new gate
+    assert not flight.wait(PARENT)
+
+
 def test_the_async_twin_waits_the_same_way() -> None:
     async def scenario() -> list[bool]:
         flight = AsyncWritesInFlight(wait=600.0)
