@@ -14,7 +14,8 @@ from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from rowstore import RowStoreSaver
 
 from langgraph_pg_durable.core.codec import Codec
-from langgraph_pg_durable.core.lists import ListState, _segments, plan, restore, segments_of, stored
+from langgraph_pg_durable.core.chunks import Chunked
+from langgraph_pg_durable.core.lists import ListState, SegmentLocations, _segments, pick_segments, plan, restore, segments_of, stored
 from langgraph_pg_durable.core.offload import Placement
 from langgraph_pg_durable.errors import HistoryRewoundError, ListIntegrityError
 
@@ -449,3 +450,44 @@ def test_a_list_row_whose_counts_are_not_whole_numbers_is_refused(counts: list[A
 
 def test_a_list_row_of_counts_reads_as_one_segment_per_version() -> None:
     assert stored(("v0",), b'{"n":[2,0,1]}', ["v1", "v2", "v3"]).segments == (("v1", 0, 2), ("v2", 0, 0), ("v3", 0, 1))
+
+
+@pytest.mark.parametrize(
+    ("segments", "named"),
+    [
+        ([("v1", 0, 2), ("v2", 1, 1)], "item 1 of version 'v2'"),
+        ([("v1", 0, 3)], "item 2 of version 'v1'"),
+        ([("v3", 0, 1)], "item 0 of version 'v3'"),
+    ],
+    ids=["one-item-segment", "longer-segment", "version-not-held"],
+)
+def test_picking_segments_names_the_first_missing_item(segments: list[tuple[str, int, int]], named: str) -> None:
+    groups = {"v1": {0: "a", 1: "b"}, "v2": {0: "c"}}
+    with pytest.raises(ListIntegrityError, match=rf"^the list: {named} is missing$"):
+        pick_segments(groups, segments, where="the list")
+    assert pick_segments(groups, [("v1", 1, 1), ("v2", 0, 1), ("v1", 0, 2)], where="the list") == ["b", "c", "a", "b"]
+
+
+def _built(locations: SegmentLocations) -> bool:
+    """Whether the per-item locations were made (Chunked's slot read past SegmentLocations)."""
+    try:
+        Chunked._chunks.__get__(locations)  # type: ignore[attr-defined]
+    except AttributeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "segments",
+    [[], [("v1", 0, 1)], [("v2", 3, 2), ("v1", 0, 3), ("v3", 0, 1)], [("v1", 0, 1500), ("v2", 0, 700)]],
+    ids=["empty", "one", "out-of-order", "past-a-chunk"],
+)
+def test_segment_locations_read_as_the_locations_they_stand_for(segments: list[tuple[str, int, int]]) -> None:
+    eager = tuple((v, idx) for v, start, count in segments for idx in range(start, start + count))
+    lazy = SegmentLocations(segments)
+    assert len(lazy) == len(eager) and lazy.versions() == frozenset(v for v, _, _ in segments)
+    assert not _built(lazy)  # its length and versions come from the segments
+    assert tuple(lazy) == eager and lazy == Chunked.of(eager) and _built(lazy)
+    assert tuple(lazy.extended([("v9", 0)])) == (*eager, ("v9", 0))
+    if eager:
+        assert lazy[-1] == eager[-1] and lazy[len(eager) // 2] == eager[len(eager) // 2]
