@@ -678,11 +678,18 @@ class _Picked:
 def pick(items: Mapping[Location, T], segments: Sequence[Segment], *, where: Where) -> list[T]:
     """The items of `segments` from `items` (by location), in order; a missing one raises
     ListIntegrityError."""
+    out: list[T] = []
+    append = out.append
     try:
-        return [items[(version, idx)] for version, start, count in segments for idx in range(start, start + count)]
+        for version, start, count in segments:
+            if count == 1:  # a chat's list: a segment per message (as in pick_segments)
+                append(items[(version, start)])
+            else:
+                out.extend([items[(version, idx)] for idx in range(start, start + count)])
     except KeyError as missing:
         item_version, idx = missing.args[0]
         raise ListIntegrityError(f"{named(where)}: item {idx} of version {shown(item_version)} is missing") from None
+    return out
 
 
 def _prefix_of(assembled: Sequence[tuple[Sequence[Segment], list[T]]], segments: Sequence[Segment]) -> list[T] | None:
@@ -779,7 +786,7 @@ def restore(
         name = functools.partial(where, channel, version)
         if channel not in counts:
             held = set(present) | set(decoded.get(channel, {}))
-            counts[channel] = dict(Counter(item_version for item_version, _ in held))
+            counts[channel] = dict(Counter(map(_VERSION, held)))
         segments = segments_of(version, rows_of, where=name, available=counts[channel])
         # In a walk every fetched item is decoded once into the walk's cache, used here or
         # not (its group is not fetched again), and lists are built from the cache.

@@ -15,7 +15,7 @@ from rowstore import RowStoreSaver
 
 from langgraph_pg_durable.core.codec import Codec
 from langgraph_pg_durable.core.chunks import Chunked
-from langgraph_pg_durable.core.lists import ListState, SegmentLocations, _segments, pick_segments, plan, restore, segments_of, stored
+from langgraph_pg_durable.core.lists import ListState, SegmentLocations, _segments, pick, pick_segments, plan, restore, segments_of, stored
 from langgraph_pg_durable.core.offload import Placement
 from langgraph_pg_durable.errors import HistoryRewoundError, ListIntegrityError
 
@@ -463,9 +463,13 @@ def test_a_list_row_of_counts_reads_as_one_segment_per_version() -> None:
 )
 def test_picking_segments_names_the_first_missing_item(segments: list[tuple[str, int, int]], named: str) -> None:
     groups = {"v1": {0: "a", 1: "b"}, "v2": {0: "c"}}
+    by_location = {(version, idx): item for version, group in groups.items() for idx, item in group.items()}
     with pytest.raises(ListIntegrityError, match=rf"^the list: {named} is missing$"):
         pick_segments(groups, segments, where="the list")
-    assert pick_segments(groups, [("v1", 1, 1), ("v2", 0, 1), ("v1", 0, 2)], where="the list") == ["b", "c", "a", "b"]
+    with pytest.raises(ListIntegrityError, match=rf"^the list: {named} is missing$"):
+        pick(by_location, segments, where="the list")
+    whole = [("v1", 1, 1), ("v2", 0, 1), ("v1", 0, 2)]
+    assert pick_segments(groups, whole, where="the list") == pick(by_location, whole, where="the list") == ["b", "c", "a", "b"]
 
 
 def _built(locations: SegmentLocations) -> bool:
