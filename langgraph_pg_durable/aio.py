@@ -598,6 +598,9 @@ class AsyncDurablePostgresSaver(SaverCore):
         """Checkpoints newest first, matching `filter` (metadata containment) and older than
         `before`; streamed page by page, so the first arrives before the rest are read."""
         scan = self._history_scan(config, filter, before, limit)
+        if scan.first_in_one:  # a thread's first page comes with its details
+            for item in await self._execute(self._first_page_query(scan)):
+                yield item
         while not scan.done:
             page = await self._execute(self._page_query(scan))
             if not page:

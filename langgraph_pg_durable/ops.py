@@ -698,21 +698,34 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _warm_up_statements(self) -> list[tuple[str, Mapping[str, Any]]]:
         """The reads a new saver's first calls send (get_tuple of a thread's newest
-        checkpoint, cold and warm, a thread's first history page and its details), for a
-        thread that holds nothing: run on a new pool connection, they leave it with these
-        statements parsed and planned once, and the catalogs they touch loaded."""
+        checkpoint, cold and warm, a thread's first history page with its details, a later
+        page's details), for a thread that holds nothing: run on a new pool connection, they
+        leave it with these statements parsed and planned once, and the catalogs they touch
+        loaded."""
         config: RunnableConfig = {"configurable": {"thread_id": WARM_UP_THREAD, "checkpoint_ns": ""}}
         key = parse_config(config)
         scan = HistoryScan(self.codec, config, filter=None, before=None, limit=None)
         return [
             (self.sql.get_tuple[(False, True)], encode.get_tuple_params(key, {}, {})),
             (self.sql.get_tuple[(False, False)], encode.get_tuple_params(key, {}, {})),
-            (self.sql.list_page(scan.page_where()), scan.page_params()),
+            (self.sql.first_page(scan.page_where()), scan.first_params()),
             (self.sql.page_details[True], {**scan.details_params([]), "thread_id": key.thread_id}),
         ]
 
     def _page_query(self, scan: HistoryScan) -> Query[list[CheckpointRow]]:
         return Query("list", self.sql.list_page(scan.page_where()), scan.page_params(), scan.take_page)
+
+    def _first_page_query(self, scan: HistoryScan) -> Query[list[CheckpointTuple]]:
+        """`Statements.first_page`: a walk's first page of one thread with its details."""
+        return Query(
+            "list",
+            self.sql.first_page(scan.page_where()),
+            scan.first_params(),
+            scan.first_tuples,
+            references=scan.first_references,
+            ref_columns=DETAIL_REFS,
+            memo=scan.payloads,
+        )
 
     def _details_query(self, scan: HistoryScan, page: list[CheckpointRow]) -> Query[list[CheckpointTuple]]:
         return self._tuples_query("list", scan, page, scan.details_params(page))

@@ -3,11 +3,13 @@
 History streams: pages are fetched by keyset (`checkpoint_id` below the last one
 seen), starting small so the first item costs little, growing for long scans.
 Each page costs two statements: its checkpoint rows, then the channel values the
-page needs that the previous page did not already decode, and its pending writes.
+page needs that the previous page did not already decode, and its pending writes; the
+first page of one thread's walk comes with those in one (`sql.reads.first_page`).
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Collection, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -35,6 +37,7 @@ from .keys import before_checkpoint_id, parse_config
 from .metadata import filter_for_sql, filter_needs_recheck, load_metadata, metadata_contains
 from .encode import task_named
 from .offload import ObjectRef
+from ..sql.reads import CHECKPOINT_IN_DETAIL, Detail, Part
 
 
 # What a stored thing is, for an error message: built only when one is raised (`partial` of
@@ -68,6 +71,8 @@ def known_groups(groups: Collection[tuple[str, str, str, str]]) -> dict[str, str
         return {**dict(zip(_KNOWN_COLUMNS, joined)), "known": "[]"}
     return {**dict.fromkeys(_KNOWN_COLUMNS, ""), "known": dump_json(list(groups))}
 
+
+_PLACE = operator.itemgetter(Detail.IDX)
 
 FIRST_PAGE = 8
 # A metadata filter's first page: its matches are sparse, so each page scans many rows for
@@ -180,7 +185,9 @@ class HistoryScan:
 
     def take_page(self, rows: Sequence[Sequence[Any]]) -> list[CheckpointRow]:
         """Advance the cursor past a fetched page; returns its rows."""
-        page = [CheckpointRow.from_row(r) for r in rows]
+        return self._took([CheckpointRow.from_row(r) for r in rows])
+
+    def _took(self, page: list[CheckpointRow]) -> list[CheckpointRow]:
         if len(page) < self._requested:
             self.done = True
         if page:
@@ -188,6 +195,31 @@ class HistoryScan:
             self.cursor = (last.checkpoint_id, last.thread_id, last.checkpoint_ns)
         self.page_size = min(self.page_size * 4, LARGEST_PAGE)
         return page
+
+    # -- the first page and its details, in one statement ---------------------------------------
+
+    @property
+    def first_in_one(self) -> bool:
+        """Whether the next page is the walk's first of one thread, and its details can come
+        with it (`sql.reads.first_page`): nothing of the walk is held yet but what `seed` gave,
+        and every table is read anchored on the thread."""
+        return self.one_thread and not self.done and self.cursor is None and not self.values and self.required is None
+
+    def first_params(self) -> dict[str, Any]:
+        """`sql.reads.first_page`'s parameters: the page's and the held item groups."""
+        return {**self.page_params(), **known_groups(self.item_groups)}
+
+    def first_tuples(self, rows: Sequence[Sequence[Any]]) -> list[CheckpointTuple]:
+        """The first page's CheckpointTuples from `first_page`'s rows: its checkpoint rows
+        (part 'c', IDX their place in the page) advance the cursor; the rest are its details."""
+        page_rows = sorted((r for r in rows if r[Detail.PART] == Part.CHECKPOINT), key=_PLACE)
+        page = self._took([CheckpointRow.from_row(r, CHECKPOINT_IN_DETAIL) for r in page_rows])
+        return self.tuples(page, [r for r in rows if r[Detail.PART] != Part.CHECKPOINT])
+
+    def first_references(self, rows: Sequence[Sequence[Any]]) -> list[tuple[ObjectRef, str]]:
+        """The objects `first_page`'s details reference (see `references`)."""
+        page = [CheckpointRow.from_row(r, CHECKPOINT_IN_DETAIL) for r in rows if r[Detail.PART] == Part.CHECKPOINT]
+        return page_references(page, [r for r in rows if r[Detail.PART] != Part.CHECKPOINT])
 
     # -- values and writes of a page ----------------------------------------------------------
 

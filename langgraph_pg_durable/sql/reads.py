@@ -127,6 +127,21 @@ _LIST_ROW = {
 }
 
 
+# A checkpoint's row (part 'c'), from a CTE of CHECKPOINT_COLUMNS.
+_CHECKPOINT_ROW = {
+    "part": "'c'",
+    "thread_id": "thread_id",
+    "checkpoint_ns": "checkpoint_ns",
+    "checkpoint_id": "checkpoint_id",
+    "parent_checkpoint_id": "parent_checkpoint_id",
+    "checkpoint": "checkpoint",
+    "metadata": "metadata",
+    "metadata_exact": "metadata_exact",
+    "value_channels": "value_channels",
+    "value_versions": "value_versions",
+}
+
+
 # An item's row, from channel_items aliased `i`.
 _ITEM_ROW = {
     "part": "'i'",
@@ -340,20 +355,7 @@ writes AS MATERIALIZED (
       AND w.checkpoint_id = (SELECT checkpoint_id FROM target)
 ),
 {item_keys}
-SELECT {
-        _first_detail(
-            part="'c'",
-            thread_id="thread_id",
-            checkpoint_ns="checkpoint_ns",
-            checkpoint_id="checkpoint_id",
-            parent_checkpoint_id="parent_checkpoint_id",
-            checkpoint="checkpoint",
-            metadata="metadata",
-            metadata_exact="metadata_exact",
-            value_channels="value_channels",
-            value_versions="value_versions",
-        )
-    }
+SELECT {_first_detail(**_CHECKPOINT_ROW)}
 FROM target
 UNION ALL
 SELECT {_detail(part="'v'", **_LIST_ROW)}
@@ -386,6 +388,38 @@ def page_details(q: str, *, one_thread: bool = False) -> str:
     `one_thread`: every key is of the thread `thread_id`, and each table is read anchored
     on it, so a distributed Postgres (tables distributed by thread_id) sends the statement
     to that thread's shard alone instead of to every shard."""
+    value_keys = """unnest(%(v_threads)b::text[], %(v_namespaces)b::text[], %(v_channels)b::text[],
+                %(v_versions)b::text[]) AS k(thread_id, checkpoint_ns, channel, version)"""
+    write_keys = """unnest(%(w_threads)b::text[], %(w_namespaces)b::text[], %(w_checkpoints)b::text[])
+        AS k(thread_id, checkpoint_ns, checkpoint_id)"""
+    return "WITH " + _details(q, value_keys, write_keys, one_thread=one_thread)
+
+
+def first_page(q: str, where: str) -> str:
+    """A walk's first page of one thread (`where` names it: core.history) and its details in
+    one statement: the page's checkpoint rows as `Detail` rows of part 'c' (in no order;
+    IDX is each one's place in the page), then what `page_details` returns for them, every value and
+    write of the page (nothing is held yet but the item groups in the `known` parameters).
+    A `list(limit=10)` or a filtered walk is one page: one round trip instead of two."""
+    # Each row's place in the page as IDX: the server's order (its collation), not the client's.
+    page = f"""page AS MATERIALIZED (
+    SELECT *, row_number() OVER (ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC)::int AS n
+    FROM (SELECT {CHECKPOINT_COLUMNS}
+          FROM {q}.checkpoints
+          {where}
+          ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC
+          LIMIT %(page_size)s) AS ordered
+), """
+    value_keys = """(SELECT DISTINCT p.thread_id, p.checkpoint_ns, x.channel, x.version
+          FROM page p, unnest(p.value_channels, p.value_versions) AS x(channel, version)) AS k"""
+    rows = _first_detail(**_CHECKPOINT_ROW, idx="n")
+    return f"WITH {page}" + _details(q, value_keys, "page k", one_thread=True, lead=f"SELECT {rows}\nFROM page\nUNION ALL\n")
+
+
+def _details(q: str, value_keys: str, write_keys: str, *, one_thread: bool, lead: str = "") -> str:
+    """page_details' CTEs and rows: the values read for `value_keys` and the writes for
+    `write_keys` (FROM items naming each key's columns `k`), after the `lead` branch of
+    the UNION when there is one (the first branch names the columns)."""
     v, w, i = (
         (
             " AND v.thread_id = %(thread_id)s",
@@ -395,12 +429,10 @@ def page_details(q: str, *, one_thread: bool = False) -> str:
         if one_thread
         else ("", "", "")
     )
-    return f"""
-WITH vals AS MATERIALIZED (
+    return f"""vals AS MATERIALIZED (
     SELECT v.thread_id, v.checkpoint_ns, v.channel, v.version, v.type, v.value,
            v.object_key, v.object_sha256, v.object_size, v.list_chain, v.item_versions
-    FROM unnest(%(v_threads)b::text[], %(v_namespaces)b::text[], %(v_channels)b::text[],
-                %(v_versions)b::text[]) AS k(thread_id, checkpoint_ns, channel, version)
+    FROM {value_keys}
     JOIN {q}.channel_values v
       ON v.thread_id = k.thread_id AND v.checkpoint_ns = k.checkpoint_ns
      AND v.channel = k.channel AND v.version = k.version{v}
@@ -415,8 +447,7 @@ WITH vals AS MATERIALIZED (
 ), writes AS MATERIALIZED (
     SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel, w.task_path, w.idx,
            w.type, w.value, w.object_key, w.object_sha256, w.object_size, w.item_version
-    FROM unnest(%(w_threads)b::text[], %(w_namespaces)b::text[], %(w_checkpoints)b::text[])
-        AS k(thread_id, checkpoint_ns, checkpoint_id)
+    FROM {write_keys}
     JOIN {q}.checkpoint_writes w
       ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns
      AND w.checkpoint_id = k.checkpoint_id{w}
@@ -440,7 +471,7 @@ WITH vals AS MATERIALIZED (
         SELECT k ->> 0, k ->> 1, k ->> 2, k ->> 3 FROM json_array_elements(%(known)s::json) AS k
     ) AS known
 )
-SELECT {_first_detail(part="'v'", thread_id="thread_id", checkpoint_ns="checkpoint_ns", **_LIST_ROW)}
+{lead}SELECT {(_detail if lead else _first_detail)(part="'v'", thread_id="thread_id", checkpoint_ns="checkpoint_ns", **_LIST_ROW)}
 FROM vals
 UNION ALL
 SELECT {_detail(part="'l'", thread_id="thread_id", checkpoint_ns="checkpoint_ns", **_LIST_ROW)}

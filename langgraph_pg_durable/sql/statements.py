@@ -119,6 +119,10 @@ class Statements:
         """One page of `list()` under `where` (built by core.history from fixed fragments)."""
         return reads.list_page(self.q, where)
 
+    def first_page(self, where: str) -> str:
+        """A walk's first page of one thread and its details in one statement, under `where`."""
+        return _first_page(self.q, where)
+
     def runs_page(self, where: str, *, one_thread: bool = False) -> str:
         """One page of `list_runs()` under `where` (built by core.logs from fixed fragments);
         `one_thread`: `where` names the thread."""
@@ -136,3 +140,8 @@ class Statements:
     def steps_page(self, where: str) -> str:
         """One page of `list_steps()` under `where` (built by core.steps from fixed fragments)."""
         return steps.steps_page(self.q, where)
+
+
+@lru_cache(maxsize=256)  # (a handful of wheres a schema: core.history builds them from fixed fragments)
+def _first_page(q: str, where: str) -> str:
+    return compact(reads.first_page(q, where))

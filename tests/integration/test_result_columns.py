@@ -39,6 +39,9 @@ def test_the_server_names_every_read_column_as_declared(pg_dsn: str, schema_name
         }
         assert _columns(conn, statements.page_details[False], page) == detail
         assert _columns(conn, statements.page_details[True], {**page, "thread_id": "t"}) == detail
+        first = {key: value for key, value in page.items() if key[:2] not in ("v_", "w_")}
+        first_page = statements.first_page("WHERE thread_id = %(thread_id)s")
+        assert _columns(conn, first_page, {**first, "thread_id": "t", "page_size": 1}) == detail
         checkpoint = list(CheckpointColumn.names())
         assert _columns(conn, statements.list_page(""), {"page_size": 1}) == checkpoint
         assert _columns(conn, statements.latest_checkpoints, {"thread_ids": ["t"]}) == checkpoint

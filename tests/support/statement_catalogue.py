@@ -68,6 +68,8 @@ def _listing_pages(s: Statements) -> dict[str, Entry]:
         anchors = ANY_THREAD if config is None else ONE
         label = f"list of {name}" + (", filtered" if filtered else "") + (", before" if before else "")
         out[label] = Entry(s.list_page(scan.page_where()), anchors, "list_page")
+        if scan.one_thread:  # a thread's first page comes with its details
+            out[f"{label}, first page with its details"] = Entry(s.first_page(scan.page_where()), anchors, "first_page")
         scan.cursor = ("c", "t", "")
         out[f"{label}, next page"] = Entry(s.list_page(scan.page_where()), anchors, "list_page")
     # list_runs() and list_actions(): every filter combination, first and next page.
