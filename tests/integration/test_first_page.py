@@ -1,4 +1,4 @@
-"""A walk's first page of one thread comes with its details in one statement
+"""A walk's first page of a whole thread comes with its details in one statement
 (sql.reads.first_page): the same tuples, in the same order, as the page and its details
 read apart, and the pages after it read as before."""
 
@@ -79,7 +79,9 @@ def test_the_first_page_with_its_details_reads_as_the_two_statements_did(
     assert together == apart and together
     namespaces = [t[0]["configurable"]["checkpoint_ns"] for t in together[:2]]
     assert namespaces == (["child:1"] * 2 if "filter" in options else ["child:1", ""])  # a shared id: by namespace, descending
-    assert statements == len(sent) - 1  # the first page's two statements are one
+    # The first page's two statements are one, for a walk of the whole thread; a filter or
+    # a `before` keeps the two (a where the warm-up does not plan: see HistoryScan.first_in_one).
+    assert statements == len(sent) - (0 if "filter" in options or "before" in options else 1)
 
 
 def test_a_limit_within_the_first_page_is_one_statement(pg_dsn: str, schema_name: str) -> None:

@@ -514,3 +514,25 @@ def test_held_groups_whose_keys_hold_the_separator_go_as_json() -> None:
     params = known_groups(groups)
     assert [params[name] for name in ("known_threads", "known_namespaces", "known_channels", "known_versions")] == [""] * 4
     assert sorted(map(tuple, json.loads(params["known"]))) == sorted(groups)
+
+
+@pytest.mark.parametrize(
+    ("config", "options", "together"),
+    [
+        ({"configurable": {"thread_id": "t"}}, {}, True),
+        ({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, {"limit": 10}, True),
+        ({"configurable": {"thread_id": "t"}}, {"filter": {"k": "v"}}, False),
+        ({"configurable": {"thread_id": "t"}}, {"before": {"configurable": {"checkpoint_id": "b"}}}, False),
+        ({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c"}}, {}, False),
+        (None, {}, False),
+        ({"configurable": {"thread_id": "t"}}, {"limit": 0}, False),
+    ],
+    ids=["thread", "lane", "filtered", "before", "one-checkpoint", "every-thread", "limit-0"],
+)
+def test_only_a_whole_threads_first_page_comes_with_its_details(config: Any, options: dict[str, Any], together: bool) -> None:
+    walk = scan(config, **options)
+    assert walk.first_in_one is together
+    if together:
+        walk.first_params()
+        walk.take_page([])  # an empty first page ends the walk
+        assert walk.done and not walk.first_in_one
