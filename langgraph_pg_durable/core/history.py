@@ -23,6 +23,7 @@ from .arrays import TextArray
 from .lists import Location
 from .codec import Codec, dump_json
 from .decode import (
+    DETAIL_REFS,
     CheckpointRow,
     ValueKey,
     WriteRow,
@@ -36,7 +37,7 @@ from .decode import (
 from .keys import before_checkpoint_id, parse_config
 from .metadata import filter_for_sql, filter_needs_recheck, load_metadata, metadata_contains
 from .encode import task_named
-from .offload import ObjectRef
+from .offload import ObjectRef, references
 from ..sql.reads import CHECKPOINT_IN_DETAIL, Detail, Part
 
 
@@ -73,6 +74,14 @@ def known_groups(groups: Collection[tuple[str, str, str, str]]) -> dict[str, str
 
 
 _PLACE = operator.itemgetter(Detail.IDX)
+
+
+def _first_page_of(rows: Sequence[Sequence[Any]]) -> list[CheckpointRow]:
+    """The checkpoint rows of `sql.reads.first_page`'s result (part 'c'), in the page's
+    order (IDX: their place in it, by the server's collation)."""
+    page_rows = sorted((r for r in rows if r[Detail.PART] == Part.CHECKPOINT), key=_PLACE)
+    return [CheckpointRow.from_row(r, CHECKPOINT_IN_DETAIL) for r in page_rows]
+
 
 FIRST_PAGE = 8
 # A metadata filter's first page: its matches are sparse, so each page scans many rows for
@@ -152,7 +161,7 @@ class HistoryScan:
         self.base_where = wheres
         # A walk of a thread or a lane, nothing else in its where: the wheres the saver's
         # warm-up plans on each new connection (see `first_in_one`).
-        self.whole_thread = self.one_thread and len(wheres) == (2 if self.single_lane else 1)
+        self.whole_thread = self.one_thread and "checkpoint_id" not in self.params and not self.filter and before is None
 
     def seed(self, lane: tuple[str, str], groups: Mapping[tuple[str, str], list_layout.RawItems]) -> None:
         """Item groups of `lane` whose stored bytes the caller holds, by (channel, version):
@@ -219,15 +228,17 @@ class HistoryScan:
 
     def first_tuples(self, rows: Sequence[Sequence[Any]]) -> list[CheckpointTuple]:
         """The first page's CheckpointTuples from `first_page`'s rows: its checkpoint rows
-        (part 'c', IDX their place in the page) advance the cursor; the rest are its details."""
-        page_rows = sorted((r for r in rows if r[Detail.PART] == Part.CHECKPOINT), key=_PLACE)
-        page = self._took([CheckpointRow.from_row(r, CHECKPOINT_IN_DETAIL) for r in page_rows])
+        advance the cursor; the rest are its details."""
+        page = self._took(_first_page_of(rows))
         return self.tuples(page, [r for r in rows if r[Detail.PART] != Part.CHECKPOINT])
 
     def first_references(self, rows: Sequence[Sequence[Any]]) -> list[tuple[ObjectRef, str]]:
-        """The objects `first_page`'s details reference (see `references`)."""
-        page = [CheckpointRow.from_row(r, CHECKPOINT_IN_DETAIL) for r in rows if r[Detail.PART] == Part.CHECKPOINT]
-        return page_references(page, [r for r in rows if r[Detail.PART] != Part.CHECKPOINT])
+        """The objects `first_page`'s details reference (see `references`). The shell asks
+        at every first page; the checkpoint rows (which reference none) are parsed only when
+        one does."""
+        if not references(rows, DETAIL_REFS):
+            return []
+        return page_references(_first_page_of(rows), rows)
 
     # -- values and writes of a page ----------------------------------------------------------
 

@@ -371,13 +371,17 @@ SELECT {_detail(part="'w'", task_id="task_id", task_path="task_path", channel="c
 FROM writes"""
 
 
+# A history page's order: newest first, ties between threads and namespaces broken alike.
+_PAGE_ORDER = "checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC"
+
+
 def list_page(q: str, where: str) -> str:
     """One page of CheckpointColumn rows, newest first, for keyset pagination."""
     return f"""
 SELECT {CHECKPOINT_COLUMNS}
 FROM {q}.checkpoints
 {where}
-ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC
+ORDER BY {_PAGE_ORDER}
 LIMIT %(page_size)s"""
 
 
@@ -398,17 +402,13 @@ def page_details(q: str, *, one_thread: bool = False) -> str:
 def first_page(q: str, where: str) -> str:
     """A walk's first page of one thread (`where` names it: core.history) and its details in
     one statement: the page's checkpoint rows as `Detail` rows of part 'c' (in no order;
-    IDX is each one's place in the page), then what `page_details` returns for them, every value and
-    write of the page (nothing is held yet but the item groups in the `known` parameters).
-    A `list(limit=10)` or a filtered walk is one page: one round trip instead of two."""
+    IDX is each one's place in the page), then what `page_details` returns for them, every
+    value and write of the page (nothing is held yet but the item groups in the `known`
+    parameters). A `list(limit=10)` of a whole thread is one round trip instead of two."""
     # Each row's place in the page as IDX: the server's order (its collation), not the client's.
     page = f"""page AS MATERIALIZED (
-    SELECT *, row_number() OVER (ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC)::int AS n
-    FROM (SELECT {CHECKPOINT_COLUMNS}
-          FROM {q}.checkpoints
-          {where}
-          ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC
-          LIMIT %(page_size)s) AS ordered
+    SELECT *, row_number() OVER (ORDER BY {_PAGE_ORDER})::int AS n
+    FROM ({list_page(q, where)}) AS ordered
 ), """
     value_keys = """(SELECT DISTINCT p.thread_id, p.checkpoint_ns, x.channel, x.version
           FROM page p, unnest(p.value_channels, p.value_versions) AS x(channel, version)) AS k"""
