@@ -22,14 +22,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from psycopg import errors, generators, pq
+from psycopg import errors, pq
 from psycopg.abc import PQGen
 from psycopg.adapt import PyFormat, Transformer
-from psycopg.waiting import Wait
+from psycopg.waiting import Ready, Wait
 
 from . import adapters
 
-_WAIT_R = Wait.R
+_WAIT_R, _WAIT_RW, _READY_R = Wait.R, Wait.RW, Ready.R
 _PLACEHOLDER = re.compile(rb"%\((\w+)\)([sb])|%%|%")
 _FORMATS = {b"s": PyFormat.AUTO, b"b": PyFormat.BINARY}
 # A statement we prepared that the session no longer knows (DISCARD ALL, DEALLOCATE, a
@@ -103,6 +103,7 @@ _serial = iter(range(1, 1 << 62))
 
 _INT2, _INT4, _INT8 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!q")
 _TEXT, _BINARY = pq.Format.TEXT, pq.Format.BINARY
+_AUTO = PyFormat.AUTO
 _ARRAYS = {cls: dumper(cls) for cls, dumper in adapters.ARRAY_DUMPERS.items()}  # utf-8 text
 
 
@@ -110,40 +111,49 @@ def _dumped(values: Sequence[Any], formats: Sequence[PyFormat]) -> tuple[list[by
     """The parameters as psycopg's Transformer would send them (the same bytes, formats
     and types: a str as text of unknown type, an int as the smallest integer type that
     holds it, our typed arrays in binary), without its per-parameter dispatch; None when
-    one is of a type it does not know (then the Transformer sends them all)."""
-    dumped = [_one(value, fmt) for value, fmt in zip(values, formats)]
-    if None in dumped:
-        return None
-    data, oids, sent = zip(*dumped) if dumped else ((), (), ())
-    return list(data), oids, list(sent)
-
-
-_NULL_PARAM = (None, 0, _TEXT)
-_FALSE, _TRUE = (b"\x00", 16, _BINARY), (b"\x01", 16, _BINARY)
-
-
-def _one(value: Any, fmt: PyFormat) -> tuple[bytes | None, int, pq.Format] | None:
-    kind = type(value)
-    if kind is str and fmt is PyFormat.AUTO:
-        return value.encode(), 0, _TEXT
-    if value is None:
-        return _NULL_PARAM
-    array = _ARRAYS.get(kind)
-    if array is not None:
-        return array.dump(value), array.oid, _BINARY
-    if kind is int:
-        if -(1 << 15) <= value < 1 << 15:
-            return _INT2.pack(value), 21, _BINARY
-        if -(1 << 31) <= value < 1 << 31:
-            return _INT4.pack(value), 23, _BINARY
-        if -(1 << 63) <= value < 1 << 63:
-            return _INT8.pack(value), 20, _BINARY
-        return None
-    if kind is bool:
-        return _TRUE if value else _FALSE
-    if kind is bytes:
-        return value, 17, _BINARY
-    return None
+    one is of a type it does not know (then the Transformer sends them all). One loop, no
+    call a parameter: a step sends some seventy."""
+    data: list[bytes | None] = []
+    oids: list[int] = []
+    sent: list[pq.Format] = []
+    for value, fmt in zip(values, formats):
+        kind = type(value)
+        if kind is str and fmt is _AUTO:
+            data.append(value.encode())
+            oids.append(0)
+            sent.append(_TEXT)
+        elif value is None:
+            data.append(None)
+            oids.append(0)
+            sent.append(_TEXT)
+        elif (array := _ARRAYS.get(kind)) is not None:
+            data.append(array.dump(value))
+            oids.append(array.oid)
+            sent.append(_BINARY)
+        elif kind is int:
+            if -(1 << 15) <= value < 1 << 15:
+                data.append(_INT2.pack(value))
+                oids.append(21)
+            elif -(1 << 31) <= value < 1 << 31:
+                data.append(_INT4.pack(value))
+                oids.append(23)
+            elif -(1 << 63) <= value < 1 << 63:
+                data.append(_INT8.pack(value))
+                oids.append(20)
+            else:
+                return None
+            sent.append(_BINARY)
+        elif kind is bool:
+            data.append(b"\x01" if value else b"\x00")
+            oids.append(16)
+            sent.append(_BINARY)
+        elif kind is bytes:
+            data.append(value)
+            oids.append(17)
+            sent.append(_BINARY)
+        else:
+            return None
+    return data, tuple(oids), sent
 
 
 def usable(conn: Any) -> bool:
@@ -167,37 +177,41 @@ def forget(conn: Any) -> None:
     _sessions.pop(conn, None)
 
 
-def _within(gen: PQGen[Any], pgconn: Any, deadline: float | None) -> PQGen[Any]:
-    """`gen`, unless `deadline` (time.monotonic) passes first: then the connection is closed
-    and FlightTimeout raised. The shells' waits resume it at least every 0.1 s."""
-    if deadline is None:
-        return (yield from gen)
-    try:
-        wait = next(gen)
-        while True:
-            ready = yield wait
-            if time.monotonic() >= deadline:
-                pgconn.finish()
-                raise FlightTimeout("no answer from the server within the attempt's timeout: the connection was closed")
-            wait = gen.send(ready)
-    except StopIteration as done:
-        return done.value
+def _expire(pgconn: Any, deadline: float | None) -> None:
+    """Past `deadline` (time.monotonic), close the connection and raise FlightTimeout. The
+    shells' waits resume a flight at least every 0.1 s, so it is looked at that often."""
+    if deadline is not None and time.monotonic() >= deadline:
+        pgconn.finish()
+        raise FlightTimeout("no answer from the server within the attempt's timeout: the connection was closed")
 
 
-def _results(pgconn: Any, commands: int) -> PQGen[list[pq.abc.PGresult]]:
+def _sent(pgconn: Any, deadline: float | None) -> PQGen[None]:
+    """Flush what libpq holds of the flight (most flights leave at the first flush, without
+    a wait); while the server does not take it all, read what it sends meanwhile."""
+    while pgconn.flush():
+        ready = yield _WAIT_RW
+        _expire(pgconn, deadline)
+        if ready & _READY_R:
+            pgconn.consume_input()
+
+
+def _results(pgconn: Any, commands: int, deadline: float | None) -> PQGen[list[pq.abc.PGresult]]:
     """The results of `commands` pipelined commands, then their sync, read off `pgconn`.
 
     psycopg's fetch generators let go of the GIL around each libpq call (is-busy, consume,
     get-result: a dozen times a flight); under a sync saver's threads each let-go is a
     hand-over of the GIL, and taking it back a context switch. Here only the is-busy check
-    lets go (get-result does not block once it says no), about half as many a flight."""
+    lets go (get-result does not block once it says no), about half as many a flight.
+    The deadline is looked at on each wake-up, here rather than in a generator around this
+    one (a frame more at each of a flight's waits)."""
     results: list[pq.abc.PGresult] = []
     ended = 0  # commands whose results ended (libpq marks each end with a None)
     while True:
         if pgconn.is_busy():
-            while not (yield _WAIT_R):
-                pass
-            pgconn.consume_input()
+            ready = yield _WAIT_R
+            _expire(pgconn, deadline)
+            if ready:
+                pgconn.consume_input()
             continue
         result = pgconn.get_result()
         if result is None:
@@ -227,7 +241,8 @@ def exchange(conn: Any, statements: Sequence[tuple[str, Mapping[str, Any]]], tim
     # psycopg's prepare_threshold=None: no server-side prepared statements (PgBouncer in
     # transaction mode moves a client between server sessions); each goes unnamed.
     prepared = _session(conn) if conn.prepare_threshold is not None else None
-    utf8 = conn.info.encoding == "utf-8"
+    # (The server's own name for it, read off libpq: `conn.info.encoding` makes an object.)
+    utf8 = pgconn.parameter_status(b"client_encoding") == b"UTF8"
     sent: list[tuple[bytes, bool]] = []  # (name, whether a Parse went before it)
     conn.add_notice_handler(watch)
     pgconn.enter_pipeline_mode()
@@ -256,10 +271,10 @@ def exchange(conn: Any, statements: Sequence[tuple[str, Mapping[str, Any]]], tim
             if fresh:
                 prepared.names[key] = name
         pgconn.pipeline_sync()
-        yield from _within(generators.send(pgconn), pgconn, deadline)
+        yield from _sent(pgconn, deadline)
         error: errors.Error | None = None
         last: pq.abc.PGresult | None = None
-        for result in (yield from _within(_results(pgconn, sum(2 if fresh else 1 for _, fresh in sent)), pgconn, deadline)):
+        for result in (yield from _results(pgconn, sum(2 if fresh else 1 for _, fresh in sent), deadline)):
             if result.status == pq.ExecStatus.FATAL_ERROR and error is None:
                 error = errors.error_from_result(result, encoding=conn.info.encoding)
             last = result
