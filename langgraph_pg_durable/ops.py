@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import logging
 
+from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -273,7 +274,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         """The run a call belongs to: the caller's metadata `run_id`, else the id of the graph
         invocation the call comes from (named the first time it is seen), else None."""
         metadata = config.get("metadata")
-        given = metadata.get("run_id") if isinstance(metadata, Mapping) else None
+        # (LangGraph hands a ChainMap: named first, it passes without ABCMeta's check.)
+        given = metadata.get("run_id") if isinstance(metadata, (dict, ChainMap, Mapping)) else None
         if given is not None:
             return id_text(given, "metadata['run_id']")
         invocation = invocation_of(config)
@@ -393,19 +395,21 @@ class SaverCore(BaseCheckpointSaver[str]):
         """Remember a checkpoint's step and the node of each of its pending Sends, for the
         action rows of the tasks that run from it; with `take`, return the Send rows stored
         before, which wait for these names."""
-        step = metadata.get("step") if isinstance(metadata, Mapping) else None
+        # (dict, Mapping) here and on the other hot paths: a dict passes at the first, without
+        # ABCMeta's __instancecheck__, a call of its own (a step made twenty such checks).
+        step = metadata.get("step") if isinstance(metadata, (dict, Mapping)) else None
         step = step if isinstance(step, int) and not isinstance(step, bool) else None
         waiting = self.notes.note(thread_id, ns, checkpoint["id"], step, send_nodes(checkpoint), take=take)
         if self.action_log:
             values = checkpoint.get("channel_values")
-            if isinstance(values, Mapping):
+            if isinstance(values, (dict, Mapping)):
                 self.messages.hold(thread_id, ns, checkpoint["id"], held_message_ids(values), functools.partial(held_messages, values))
         return waiting
 
     def _note_put(self, key: CheckpointKey, checkpoint: Checkpoint, metadata: Any) -> list[SendToName]:
         """A put's checkpoint, noted as it arrives (see `_note_checkpoint`), and the Send rows
         that wait for it; a checkpoint put refuses is refused by the put itself."""
-        if isinstance(checkpoint, Mapping) and isinstance(checkpoint.get("id"), str):
+        if isinstance(checkpoint, (dict, Mapping)) and isinstance(checkpoint.get("id"), str):
             return self._note_checkpoint(key.thread_id, key.checkpoint_ns, checkpoint, metadata, take=True)
         return []
 
@@ -421,7 +425,10 @@ class SaverCore(BaseCheckpointSaver[str]):
         written = written_messages(writes)
         at = (key.thread_id, key.checkpoint_ns, key.checkpoint_id or "")
         parents = config.get("configurable", {}).get(CHECKPOINT_MAP) if key.checkpoint_ns else None
-        parents = {k: v for k, v in parents.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(parents, Mapping) else None
+        if isinstance(parents, (dict, Mapping)):
+            parents = {k: v for k, v in parents.items() if isinstance(k, str) and isinstance(v, str)}
+        else:
+            parents = None
         handed = is_subgraph_input(key.checkpoint_ns, task_path or "")
         prior = self.messages.prior(*at, written, parents, handed=handed) if written else None
         self.messages.wrote(*at, written)
@@ -1020,8 +1027,8 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _may_use_offers(self, checkpoint: Checkpoint, new_versions: ChannelVersions) -> bool:
         """Whether the put of `checkpoint` may take a list's items from its parent's pending
         writes (see inflight.py): it writes a value that takes the list layout."""
-        values = checkpoint.get("channel_values") if isinstance(checkpoint, Mapping) else None
-        if not isinstance(values, Mapping):
+        values = checkpoint.get("channel_values") if isinstance(checkpoint, (dict, Mapping)) else None
+        if not isinstance(values, (dict, Mapping)):
             return False
         # (A version that is not text is left to the put's own check, which names it.)
         return any(
@@ -1050,7 +1057,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         # its checkpoint keeps a run id of its own (delete_for_runs can name it), its row is
         # the edit's action row, and it does not mark the runs before it interrupted.
         log_run = invocation_run is not None or self.importing
-        checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, Mapping) else None
+        checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, (dict, Mapping)) else None
         yield from self._routing_after_citus(functools.partial(_put_named, checkpoint_id, key.thread_id))
         fence = self._fence_for(config, key.thread_id, run_id)
         put = functools.partial(self._put_query, config, key, checkpoint, metadata, new_versions, run_id=run_id, log_run=log_run)
@@ -1083,7 +1090,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         parent = self.notes.get(key.thread_id, key.checkpoint_ns, parent_id) if parent_id else None
         if parent_id and parent is None:
             return
-        step = metadata.get("step") if isinstance(metadata, Mapping) else None
+        step = metadata.get("step") if isinstance(metadata, (dict, Mapping)) else None
         steps = steps_unsaved(step, parent[0] if parent else None, parent_id is not None)
         if not steps:
             return

@@ -55,7 +55,7 @@ STATE_VALUE_BYTES = 512
 STATE_HEAD_CHARS = 160
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made on every put or put_writes: not frozen (see core.plan.Query)
 class Action:
     """One action row: who (`agent`), what kind (`action_type`), and the payload as JSON text."""
 

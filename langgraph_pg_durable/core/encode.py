@@ -46,7 +46,7 @@ def packable(task_id: str, channels: Sequence[str], refs: Sequence[ObjectRef | N
     )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made on every put or put_writes: not frozen (see core.plan.Query)
 class PutParams:
     """What `put` sends (`params` of `sql.writes.put`), the config it returns, the objects to
     store first, the list versions it stores (for the writer's memory) and the items it
@@ -101,8 +101,10 @@ def put_params(
     `run_id` is the run the saver assigned; a `run_id` in the metadata wins over it.
     `key`: the config's, when the caller parsed it already."""
     key = parse_config(config) if key is None else key
-    for field, kind in (("id", str), ("channel_values", Mapping), ("channel_versions", Mapping)):
-        if not isinstance(checkpoint, Mapping) or not isinstance(checkpoint.get(field), kind):
+    # (dict, Mapping): a dict passes at the first, without ABCMeta's __instancecheck__, a call
+    # of its own (a step made twenty such checks).
+    for field, kind in (("id", str), ("channel_values", (dict, Mapping)), ("channel_versions", (dict, Mapping))):
+        if not isinstance(checkpoint, (dict, Mapping)) or not isinstance(checkpoint.get(field), kind):
             raise ConfigError(
                 f"put on thread {shown(key.thread_id)}: the checkpoint has no {field!r} "
                 f"({'a string' if kind is str else 'a mapping'}); pass the checkpoint LangGraph built"
@@ -267,7 +269,7 @@ def _item_params(items: Sequence[ItemRow]) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made on every put or put_writes: not frozen (see core.plan.Query)
 class WritesParams:
     """What `put_writes` sends: each write in its own row (`params`), and, for a task whose
     writes can share one row, that row (`packed`, tried first: see `sql.writes.put_packed_writes`).
@@ -402,7 +404,7 @@ def put_writes_params(
     return WritesParams(params, packed, replace, uploads, offers, inline_item_groups(params) if items else {})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made on every put or put_writes: not frozen (see core.plan.Query)
 class TaskLog:
     """What a task's action row needs besides its writes: its run (None: not known), the
     step it ran in (None: the statement reads it from the checkpoint), and the node of

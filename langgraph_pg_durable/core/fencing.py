@@ -59,7 +59,7 @@ def check_duration(value: Any, name: str) -> timedelta:
 def policy_of(config: Mapping[str, Any], default: str) -> str:
     """The policy of a call: its config's override, else the saver's."""
     configurable = config.get("configurable")
-    given = configurable.get(CONFIG_KEY) if isinstance(configurable, Mapping) else None
+    given = configurable.get(CONFIG_KEY) if isinstance(configurable, (dict, Mapping)) else None  # (a dict without ABCMeta's check)
     return default if given is None else check_policy(given, f"config['configurable'][{CONFIG_KEY!r}]")
 
 
@@ -68,7 +68,7 @@ def new_writer() -> str:
     return os.urandom(16).hex()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made on every put or put_writes: not frozen (see core.plan.Query)
 class Fence:
     """What one read or write carries: the policy, the run's token and run id, and whether
     it takes the thread first (the run's first read or write of it, until one committed)."""

@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from ..errors import ChannelVersionError, ConfigError, shown
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made on every put or put_writes: not frozen (see core.plan.Query)
 class CheckpointKey:
     """Where a checkpoint lives; `checkpoint_id` None means the thread's latest."""
 

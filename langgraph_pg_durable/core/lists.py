@@ -276,7 +276,7 @@ class ListState:
         return self._digests
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per item or list row read or written: not frozen (see core.plan.Query)
 class ItemRow:
     channel: str
     version: str
@@ -286,7 +286,7 @@ class ItemRow:
     ref: ObjectRef | None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per item or list row read or written: not frozen (see core.plan.Query)
 class ListRow:
     """The channel_values fields of a list version, and the items it introduces."""
 
@@ -419,7 +419,7 @@ def plan(
     return ListRow(body, chain, item_versions, items, uploads, state, needs, item_needs)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per item or list row read or written: not frozen (see core.plan.Query)
 class WriteItems:
     """A pending write stored as items: its row's body, its items, what a delta may reuse."""
 
@@ -526,7 +526,7 @@ def _segments(locations: Iterable[Location]) -> list[Segment]:
 # -- reading -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per item or list row read or written: not frozen (see core.plan.Query)
 class StoredList:
     """A list version's row as read: its chain and its own segments."""
 

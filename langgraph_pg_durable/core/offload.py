@@ -22,7 +22,7 @@ DEFAULT_THRESHOLD = 1 << 20  # 1 MiB
 MAX_INLINE_BYTES = 256 << 20
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per item or list row read or written: not frozen (see core.plan.Query)
 class ObjectRef:
     """Where an offloaded value lives and what it must hash to."""
 
@@ -31,7 +31,7 @@ class ObjectRef:
     size: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # made per item or list row read or written: not frozen (see core.plan.Query)
 class Upload:
     """An object a statement will reference: stored and confirmed before the statement runs."""
 

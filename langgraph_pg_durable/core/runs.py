@@ -73,7 +73,7 @@ def has_next_tasks(checkpoint: Mapping[str, Any]) -> bool:
     versions = checkpoint.get("channel_versions") or {}
     seen = checkpoint.get("versions_seen") or {}
     for node, node_seen in seen.items():
-        if node == _INTERRUPT or not isinstance(node_seen, Mapping):
+        if node == _INTERRUPT or not isinstance(node_seen, (dict, Mapping)):  # (a dict without ABCMeta's check)
             continue
         for channel, version in node_seen.items():
             if channel in values and _holds_trigger(channel, values[channel]) and _newer(versions.get(channel), version):

@@ -128,6 +128,8 @@ def advisory_lock_key(schema: str) -> int:
 def thread_lock_keys(schema: str, thread_ids: Iterable[str]) -> list[int]:
     """The advisory lock keys of threads' writers, sorted: every writer and deleter of a
     thread takes its key first, and several keys are always taken in this order."""
+    if isinstance(thread_ids, (list, tuple)) and len(thread_ids) == 1:  # a put's or put_writes' one thread
+        return [_thread_lock_key(schema, thread_ids[0])]
     return sorted({_thread_lock_key(schema, t) for t in thread_ids})
 
 
