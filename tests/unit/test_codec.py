@@ -215,6 +215,38 @@ def test_a_bad_inline_value_names_its_channel(codec: Codec) -> None:
         codec.load_inline(stored, where="W")
 
 
+# -- several values at once (a checkpoint's pending writes) ------------------------------------
+
+
+def test_values_load_together_as_each_would_alone(codec: Codec) -> None:
+    values = [1, "two", [3, {"four": 4.0}], None, b"five", ("six",), {"seven": [7]}]
+    raw = [codec.dump(v, channel="c", where="w") for v in values]
+    assert {t for t, _ in raw} > {"msgpack"}  # (None and bytes have types of their own: loaded alone)
+    assert codec.load_each(raw, lambda i: f"value {i}") == [codec.load(t, d, where="w") for t, d in raw]
+    msgpack_only = [(t, d) for t, d in raw if t == "msgpack"]
+    assert codec.load_each(msgpack_only, lambda i: f"value {i}") == [codec.load(t, d, where="w") for t, d in msgpack_only]
+
+
+@pytest.mark.parametrize("odd", [b"\xc1", b"\x01\x02", b"\x92\x01"], ids=["not msgpack", "two objects", "short array"])
+def test_values_that_do_not_frame_load_as_each_would_alone(codec: Codec, odd: bytes) -> None:
+    # Bytes that are not exactly one object would shift the values after them in one framed
+    # call: the call refuses them, and each value loads alone, as `load` would load it (a
+    # failure names that value).
+    raw = [codec.dump("a", channel="c", where="w"), ("msgpack", odd), codec.dump("c", channel="c", where="w")]
+    try:
+        alone = [codec.load(t, d, where=f"value {i}") for i, (t, d) in enumerate(raw)]
+    except DeserializationError as exc:
+        assert str(exc).startswith("value 1: ")
+        with pytest.raises(DeserializationError, match=r"^value 1: "):
+            codec.load_each(raw, lambda i: f"value {i}")
+    else:
+        assert codec.load_each(raw, lambda i: f"value {i}") == alone
+
+
+def test_no_values_load_as_none(codec: Codec) -> None:
+    assert codec.load_each([], lambda i: f"value {i}") == []
+
+
 @pytest.mark.parametrize(
     "value, inline",
     [
