@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from .core.actions import KNOWN, SendToName
 from .core.codec import is_compressed, unpacked
 from .core.fencing import new_writer
+from .core.history import lane_key_columns
 from .core.item_group import ItemGroup
 from .core.lists import ListState, Location, RawItems
 from .core.offload import sha256_hex
@@ -193,6 +194,10 @@ class ItemCache:
         self._threads: OrderedDict[tuple[str, str], OrderedDict[tuple[str, str], RawItems]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        # What `held` last handed out for a lane, with its groups' `lane_key_columns` once a
+        # walk asked (see `held_for_walk`), until a group of the lane comes or goes: a
+        # history walk of a long chat read 175 groups, and made their key columns, each time.
+        self._held: dict[tuple[str, str], _Held] = {}
 
     def add(self, thread_id: str, ns: str, channel: str, version: str, items: RawItems) -> None:
         """Hold a group's items, decompressed: a warm read then never inflates them again."""
@@ -222,22 +227,54 @@ class ItemCache:
                 if key not in lane:
                     lane[key] = items
                     self._bytes += size
+                    self._held.pop((thread_id, ns), None)
             while self._bytes > self.max_bytes and self._threads:
                 oldest_thread, oldest_groups = next(iter(self._threads.items()))
                 _, old = oldest_groups.popitem(last=False)
                 self._bytes -= _weight(old)
+                self._held.pop(oldest_thread, None)
                 if not oldest_groups:
                     del self._threads[oldest_thread]
 
     def held(self, thread_id: str, ns: str) -> dict[tuple[str, str], RawItems]:
-        """The newest groups held for one thread and namespace: (channel, version) -> items."""
+        """The newest groups held for one thread and namespace: (channel, version) -> items.
+        The same dict while the lane's groups do not change: a caller reads it, never
+        changes it."""
+        held = self._snapshot(thread_id, ns)
+        return held.groups if held is not None else {}
+
+    def held_for_walk(self, thread_id: str, ns: str) -> tuple[dict[tuple[str, str], RawItems], list[str] | None]:
+        """`held`, with the groups' `history.lane_key_columns` (made once per snapshot)."""
+        held = self._snapshot(thread_id, ns)
+        if held is None:
+            return {}, None
+        if not held.made:  # outside the lock: a few hundred keys
+            held.columns, held.made = lane_key_columns((thread_id, ns), held.groups), True
+        return held.groups, held.columns
+
+    def _snapshot(self, thread_id: str, ns: str) -> _Held | None:
         with self._lock:
             groups = self._threads.get((thread_id, ns))
             if not groups:
-                return {}
+                return None
             self._threads.move_to_end((thread_id, ns))
-            keys = list(groups)[-self.max_keys_per_read :]
-            return {key: groups[key] for key in keys}
+            held = self._held.get((thread_id, ns))
+            if held is None:
+                keys = list(groups)[-self.max_keys_per_read :]
+                held = self._held[(thread_id, ns)] = _Held({key: groups[key] for key in keys})
+            return held
+
+
+class _Held:
+    """A lane's groups as `ItemCache.held` hands them out, and their key columns once made
+    (two threads that make them at once make the same)."""
+
+    __slots__ = ("groups", "columns", "made")
+
+    def __init__(self, groups: dict[tuple[str, str], RawItems]) -> None:
+        self.groups = groups
+        self.columns: list[str] | None = None
+        self.made = False
 
 
 class RecentDigests:

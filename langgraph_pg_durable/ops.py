@@ -700,7 +700,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             # The item groups the saver holds the bytes of (of the root graph's lane, when
             # the walk covers every namespace) are not fetched again.
             lane = (scan.params["thread_id"], scan.params.get("checkpoint_ns", ""))
-            scan.seed(lane, self.items.held(*lane))
+            scan.seed(lane, *self.items.held_for_walk(*lane))
         return scan
 
     def _warm_up_statements(self) -> list[tuple[str, Mapping[str, Any]]]:

@@ -59,17 +59,32 @@ _KEY_SEPARATOR = "\x1f"
 _KNOWN_COLUMNS = ("known_threads", "known_namespaces", "known_channels", "known_versions")
 
 
-def known_groups(groups: Collection[tuple[str, str, str, str]]) -> dict[str, str]:
-    """`sql.reads.page_details`' parameters for the item groups a walk holds (thread,
-    namespace, channel, version): each key column joined by \\x1f behind a leading one, which
-    the server splits (`string_to_array(...)[2:]`: an empty namespace stays an element).
-    Parsing them as one JSON array took the server 0.28 ms of a page's 0.75 for W3's 175
-    groups. A thread id or channel name is the user's and may hold \\x1f itself: then every
-    group goes as JSON (`known`), and nothing is split."""
+def key_columns(groups: Collection[tuple[str, str, str, str]]) -> list[str] | None:
+    """The item groups' keys (thread, namespace, channel, version) as `sql.reads.page_details`
+    takes them: each key column joined by \x1f behind a leading one, which the server splits
+    (`string_to_array(...)[2:]`: an empty namespace stays an element). Parsing them as one
+    JSON array took the server 0.28 ms of a page's 0.75 for W3's 175 groups. Two such
+    columns joined end to end are the columns of both sets. None when a thread id or
+    channel name (the user's) holds \x1f itself."""
     columns = list(zip(*groups)) or [(), (), (), ()]
     joined = [_KEY_SEPARATOR.join(("", *column)) for column in columns]
-    if all(text.count(_KEY_SEPARATOR) == len(groups) for text in joined):
-        return {**dict(zip(_KNOWN_COLUMNS, joined)), "known": "[]"}
+    return joined if all(text.count(_KEY_SEPARATOR) == len(groups) for text in joined) else None
+
+
+def lane_key_columns(lane: tuple[str, str], groups: Collection[tuple[str, str]]) -> list[str] | None:
+    """`key_columns` of one lane's groups, by (channel, version)."""
+    return key_columns([(*lane, channel, version) for channel, version in groups])
+
+
+def known_groups(groups: Collection[tuple[str, str, str, str]], held: Sequence[list[str] | None] = ()) -> dict[str, str]:
+    """`sql.reads.page_details`' parameters for the item groups a walk holds: `groups`, and
+    the groups whose `key_columns` are `held` (made once by the saver's item cache, not at
+    every walk). When a key holds \x1f, every group goes as JSON (`known`), and nothing is
+    split: the caller passes those as `groups` (see `HistoryScan.known_params`)."""
+    parts = [*held, key_columns(groups)]
+    if all(part is not None for part in parts):
+        columns = [part for part in parts if part is not None]
+        return {**{name: "".join(part[i] for part in columns) for i, name in enumerate(_KNOWN_COLUMNS)}, "known": "[]"}
     return {**dict.fromkeys(_KNOWN_COLUMNS, ""), "known": dump_json(list(groups))}
 
 
@@ -122,10 +137,11 @@ class HistoryScan:
         # Decoded list items by (thread, namespace), then channel: decoded once per scan;
         # the groups (thread, namespace, channel, version) they came in are not fetched again.
         self.items: dict[tuple[str, str], dict[str, dict[tuple[str, int], Any]]] = {}
-        self.item_groups: set[tuple[str, str, str, str]] = set()
+        self.item_groups: set[tuple[str, str, str, str]] = set()  # fetched by this walk's pages
         # Item groups the saver holds the bytes of (see `seed`), decoded into `items` the
-        # first time a page of their lane is read.
+        # first time a page of their lane is read; and, by lane, their keys and `key_columns`.
         self.seeded: dict[tuple[str, str], Mapping[tuple[str, str], list_layout.RawItems]] = {}
+        self.held: list[tuple[tuple[str, str], Collection[tuple[str, str]], list[str] | None]] = []
         # By checkpoint id, the channels whose values a read fetched when it fetched only
         # some (get_delta_channel_history's seeds); None: every value the rows hold.
         self.required: dict[str, set[str]] | None = None
@@ -163,12 +179,20 @@ class HistoryScan:
         # warm-up plans on each new connection (see `first_in_one`).
         self.whole_thread = self.one_thread and "checkpoint_id" not in self.params and not self.filter and before is None
 
-    def seed(self, lane: tuple[str, str], groups: Mapping[tuple[str, str], list_layout.RawItems]) -> None:
+    def seed(self, lane: tuple[str, str], groups: Mapping[tuple[str, str], list_layout.RawItems], columns: list[str] | None = None) -> None:
         """Item groups of `lane` whose stored bytes the caller holds, by (channel, version):
-        no page fetches them; they are decoded (once per scan) when a page needs its lane."""
+        no page fetches them; they are decoded (once per scan) when a page needs its lane.
+        `columns`: their `lane_key_columns`, when the caller has them made already."""
         if groups:
             self.seeded[lane] = groups
-            self.item_groups.update((*lane, channel, version) for channel, version in groups)
+            self.held.append((lane, groups.keys(), columns if columns is not None else lane_key_columns(lane, groups)))
+
+    def known_params(self) -> dict[str, str]:
+        """`known_groups` of every group the walk holds: seeded, and fetched by its pages."""
+        held = [columns for _, _, columns in self.held]
+        if all(columns is not None for columns in held):
+            return known_groups(self.item_groups, held)
+        return known_groups([*((*lane, channel, version) for lane, keys, _ in self.held for channel, version in keys), *self.item_groups])
 
     # -- page of checkpoint rows --------------------------------------------------------
 
@@ -224,7 +248,7 @@ class HistoryScan:
 
     def first_params(self) -> dict[str, Any]:
         """`sql.reads.first_page`'s parameters: the page's and the held item groups."""
-        return {**self.page_params(), **known_groups(self.item_groups)}
+        return {**self.page_params(), **self.known_params()}
 
     def first_tuples(self, rows: Sequence[Sequence[Any]]) -> list[CheckpointTuple]:
         """The first page's CheckpointTuples from `first_page`'s rows: its checkpoint rows
@@ -255,7 +279,7 @@ class HistoryScan:
             "w_threads": TextArray(r.thread_id for r in page),
             "w_namespaces": TextArray(r.checkpoint_ns for r in page),
             "w_checkpoints": TextArray(r.checkpoint_id for r in page),
-            **known_groups(self.item_groups),
+            **self.known_params(),
         }
 
     def references(self, page: Sequence[CheckpointRow], detail_rows: Sequence[Sequence[Any]]) -> list[tuple[ObjectRef, str]]:

@@ -12,7 +12,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph_pg_durable.core.codec import Codec, dump_json
-from langgraph_pg_durable.core.history import FILTERED_FIRST_PAGE, FIRST_PAGE, LARGEST_PAGE, HistoryScan, known_groups
+from langgraph_pg_durable.core.history import FILTERED_FIRST_PAGE, FIRST_PAGE, LARGEST_PAGE, HistoryScan, known_groups, lane_key_columns
 from langgraph_pg_durable.core.metadata import dump_metadata
 from langgraph_pg_durable.core.offload import ObjectRef
 from langgraph_pg_durable.errors import CheckpointIntegrityError, ConfigError, DeserializationError
@@ -514,6 +514,31 @@ def test_held_groups_whose_keys_hold_the_separator_go_as_json() -> None:
     params = known_groups(groups)
     assert [params[name] for name in ("known_threads", "known_namespaces", "known_channels", "known_versions")] == [""] * 4
     assert sorted(map(tuple, json.loads(params["known"]))) == sorted(groups)
+
+
+def _columns(params: dict[str, str]) -> list[tuple[str, ...]]:
+    return sorted(zip(*(_split(params[name]) for name in ("known_threads", "known_namespaces", "known_channels", "known_versions"))))
+
+
+@pytest.mark.parametrize("made", [True, False], ids=["columns-made-by-the-cache", "columns-made-by-the-walk"])
+def test_seeded_and_fetched_groups_go_together(made: bool) -> None:
+    walk = scan({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+    seeded = {("messages", "v1"): {0: ("msgpack", b"\x01")}, ("files", "v2"): {0: ("msgpack", b"\x02")}}
+    walk.seed(("t", ""), seeded, lane_key_columns(("t", ""), seeded) if made else None)
+    walk.item_groups.add(("t", "", "messages", "v3"))  # as a page's details add what they fetched
+    params = walk.known_params()
+    assert params["known"] == "[]"
+    assert _columns(params) == sorted([("t", "", "messages", "v1"), ("t", "", "files", "v2"), ("t", "", "messages", "v3")])
+    assert walk.first_params()["known_versions"] == params["known_versions"]
+
+
+def test_seeded_groups_whose_keys_hold_the_separator_go_as_json_with_the_rest() -> None:
+    walk = scan({"configurable": {"thread_id": "t\x1fu", "checkpoint_ns": ""}})
+    walk.seed(("t\x1fu", ""), {("messages", "v1"): {0: ("msgpack", b"\x01")}})
+    walk.item_groups.add(("t\x1fu", "", "messages", "v2"))
+    params = walk.known_params()
+    assert params["known_threads"] == ""
+    assert sorted(map(tuple, json.loads(params["known"]))) == [("t\x1fu", "", "messages", "v1"), ("t\x1fu", "", "messages", "v2")]
 
 
 @pytest.mark.parametrize(
