@@ -705,18 +705,19 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     def _warm_up_statements(self) -> list[tuple[str, Mapping[str, Any]]]:
         """The reads a new saver's first calls send (get_tuple of a thread's newest
-        checkpoint, cold and warm, the first history page of a lane and of a whole thread
-        with its details, a later page's details), for a thread that holds nothing: run on a
-        new pool connection, they leave it with these statements parsed and planned once,
-        and the catalogs they touch loaded."""
+        checkpoint, cold and warm, the first history page of a lane, of a lane filtered by
+        metadata and of a whole thread with its details, a later page's details), for a
+        thread that holds nothing: run on a new pool connection, they leave it with these
+        statements parsed and planned once, and the catalogs they touch loaded."""
         config: RunnableConfig = {"configurable": {"thread_id": WARM_UP_THREAD, "checkpoint_ns": ""}}
         key = parse_config(config)
         lane = HistoryScan(self.codec, config, filter=None, before=None, limit=None)
+        filtered = HistoryScan(self.codec, config, filter={"source": "loop"}, before=None, limit=None)
         thread = HistoryScan(self.codec, {"configurable": {"thread_id": WARM_UP_THREAD}}, filter=None, before=None, limit=None)
         return [
             (self.sql.get_tuple[(False, True)], encode.get_tuple_params(key, {}, {})),
             (self.sql.get_tuple[(False, False)], encode.get_tuple_params(key, {}, {})),
-            *((self.sql.first_page(scan.page_where()), scan.first_params()) for scan in (lane, thread)),
+            *((self.sql.first_page(scan.page_where()), scan.first_params()) for scan in (lane, filtered, thread)),
             (self.sql.page_details[True], {**lane.details_params([]), "thread_id": key.thread_id}),
         ]
 

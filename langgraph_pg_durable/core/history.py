@@ -175,9 +175,11 @@ class HistoryScan:
             wheres.append("checkpoint_id < %(before_id)s")
             self.params["before_id"] = before_id
         self.base_where = wheres
-        # A walk of a thread or a lane, nothing else in its where: the wheres the saver's
-        # warm-up plans on each new connection (see `first_in_one`).
-        self.whole_thread = self.one_thread and "checkpoint_id" not in self.params and not self.filter and before is None
+        # A walk of a thread or a lane, nothing else in its where but a lane's metadata filter:
+        # the wheres the saver's warm-up plans on each new connection (see `first_in_one`).
+        self.whole_thread = (
+            self.one_thread and "checkpoint_id" not in self.params and before is None and (not self.filter or self.single_lane)
+        )
 
     def seed(self, lane: tuple[str, str], groups: Mapping[tuple[str, str], list_layout.RawItems], columns: list[str] | None = None) -> None:
         """Item groups of `lane` whose stored bytes the caller holds, by (channel, version):
@@ -236,14 +238,16 @@ class HistoryScan:
 
     @property
     def first_in_one(self) -> bool:
-        """Whether the next page is the walk's first of a whole thread or lane, and its
-        details can come with it (`sql.reads.first_page`): nothing of the walk is held yet
-        but what `seed` gave, and every table is read anchored on the thread.
+        """Whether the next page is the walk's first of a whole thread or lane (filtered by
+        metadata or not, for a lane), and its details can come with it
+        (`sql.reads.first_page`): nothing of the walk is held yet but what `seed` gave, and
+        every table is read anchored on the thread.
 
-        A walk with a filter, a `before` or a checkpoint id keeps the two statements: the
-        merged one takes ~0.9 ms to plan, and a where the warm-up has not planned is planned
-        at each of its first runs on every pool connection (W3's 1 % filter went from 1.06
-        to 1.25-1.39 of the official saver's time, its cold read from 0.83 to 1.04)."""
+        Any other walk keeps the two statements (a whole thread's with a filter, one with a
+        `before` or a checkpoint id): the merged one takes ~0.9 ms to plan, and a where the
+        warm-up has not planned is planned at each of its first runs on every pool
+        connection (W3's 1 % filter went from 1.06 to 1.25-1.39 of the official saver's
+        time, its cold read from 0.83 to 1.04, before the warm-up planned its where)."""
         return self.whole_thread and not self.done and self.cursor is None and not self.values and self.required is None
 
     def first_params(self) -> dict[str, Any]:

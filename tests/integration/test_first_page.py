@@ -34,8 +34,9 @@ def _thread(saver: DurablePostgresSaver) -> None:
             saver.put_writes(config, [("items", [f"{ns} pending {step}"])], task_id=f"task-{step}")
 
 
-def _read(saver: DurablePostgresSaver, **options: Any) -> list[tuple[Any, ...]]:
-    found = saver.list({"configurable": {"thread_id": THREAD}}, **options)
+def _read(saver: DurablePostgresSaver, lane: str | None = None, **options: Any) -> list[tuple[Any, ...]]:
+    configurable = {"thread_id": THREAD} if lane is None else {"thread_id": THREAD, "checkpoint_ns": lane}
+    found = saver.list({"configurable": configurable}, **options)
     return [(t.config, t.checkpoint, t.metadata, t.parent_config, t.pending_writes) for t in found]
 
 
@@ -79,9 +80,31 @@ def test_the_first_page_with_its_details_reads_as_the_two_statements_did(
     assert together == apart and together
     namespaces = [t[0]["configurable"]["checkpoint_ns"] for t in together[:2]]
     assert namespaces == (["child:1"] * 2 if "filter" in options else ["child:1", ""])  # a shared id: by namespace, descending
-    # The first page's two statements are one, for a walk of the whole thread; a filter or
-    # a `before` keeps the two (a where the warm-up does not plan: see HistoryScan.first_in_one).
+    # The first page's two statements are one, for a walk of the whole thread; a filter of
+    # the whole thread, or a `before`, keeps the two (a where the warm-up does not plan: see
+    # HistoryScan.first_in_one).
     assert statements == len(sent) - (0 if "filter" in options or "before" in options else 1)
+
+
+@pytest.mark.parametrize("lane", ["", "child:1"])
+def test_a_lanes_filtered_walk_reads_its_first_page_with_its_details(
+    pg_dsn: str, schema_name: str, monkeypatch: pytest.MonkeyPatch, lane: str
+) -> None:
+    # (The saver's warm-up plans this where too: see HistoryScan.first_in_one.)
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        _thread(saver)
+    wanted = {"ns": lane, "step": 3}
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        sent = _sends(fresh)
+        together = _read(fresh, lane, filter=wanted)
+        statements = len(sent)
+    monkeypatch.setattr(HistoryScan, "first_in_one", property(lambda self: False))
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        sent = _sends(fresh)
+        apart = _read(fresh, lane, filter=wanted)
+    assert together == apart and [t[2]["step"] for t in together] == [3]
+    assert statements == len(sent) - 1
 
 
 def test_a_limit_within_the_first_page_is_one_statement(pg_dsn: str, schema_name: str) -> None:

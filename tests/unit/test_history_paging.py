@@ -547,12 +547,13 @@ def test_seeded_groups_whose_keys_hold_the_separator_go_as_json_with_the_rest() 
         ({"configurable": {"thread_id": "t"}}, {}, True),
         ({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, {"limit": 10}, True),
         ({"configurable": {"thread_id": "t"}}, {"filter": {"k": "v"}}, False),
+        ({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, {"filter": {"k": "v"}}, True),
         ({"configurable": {"thread_id": "t"}}, {"before": {"configurable": {"checkpoint_id": "b"}}}, False),
         ({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c"}}, {}, False),
         (None, {}, False),
         ({"configurable": {"thread_id": "t"}}, {"limit": 0}, False),
     ],
-    ids=["thread", "lane", "filtered", "before", "one-checkpoint", "every-thread", "limit-0"],
+    ids=["thread", "lane", "filtered-thread", "filtered-lane", "before", "one-checkpoint", "every-thread", "limit-0"],
 )
 def test_only_a_whole_threads_first_page_comes_with_its_details(config: Any, options: dict[str, Any], together: bool) -> None:
     walk = scan(config, **options)
