@@ -76,15 +76,20 @@ def lane_key_columns(lane: tuple[str, str], groups: Collection[tuple[str, str]])
     return key_columns([(*lane, channel, version) for channel, version in groups])
 
 
-def known_groups(groups: Collection[tuple[str, str, str, str]], held: Sequence[list[str] | None] = ()) -> dict[str, str]:
-    """`sql.reads.page_details`' parameters for the item groups a walk holds: `groups`, and
-    the groups whose `key_columns` are `held` (made once by the saver's item cache, not at
-    every walk). When a key holds \x1f, every group goes as JSON (`known`), and nothing is
-    split: the caller passes those as `groups` (see `HistoryScan.known_params`)."""
-    parts = [*held, key_columns(groups)]
-    if all(part is not None for part in parts):
-        columns = [part for part in parts if part is not None]
-        return {**{name: "".join(part[i] for part in columns) for i, name in enumerate(_KNOWN_COLUMNS)}, "known": "[]"}
+def known_groups(groups: Collection[tuple[str, str, str, str]]) -> dict[str, str]:
+    """`sql.reads.page_details`' parameters for the item groups a walk holds: their
+    `key_columns`, or, when a key holds \x1f, every group as JSON (`known`), and nothing
+    split."""
+    columns = key_columns(groups)
+    return _split_params([columns]) if columns is not None else _json_params(groups)
+
+
+def _split_params(parts: Sequence[list[str]]) -> dict[str, str]:
+    """The parameters of groups given as several sets of `key_columns`, joined end to end."""
+    return {**{name: "".join(part[i] for part in parts) for i, name in enumerate(_KNOWN_COLUMNS)}, "known": "[]"}
+
+
+def _json_params(groups: Collection[tuple[str, str, str, str]]) -> dict[str, str]:
     return {**dict.fromkeys(_KNOWN_COLUMNS, ""), "known": dump_json(list(groups))}
 
 
@@ -190,11 +195,13 @@ class HistoryScan:
             self.held.append((lane, groups.keys(), columns if columns is not None else lane_key_columns(lane, groups)))
 
     def known_params(self) -> dict[str, str]:
-        """`known_groups` of every group the walk holds: seeded, and fetched by its pages."""
-        held = [columns for _, _, columns in self.held]
-        if all(columns is not None for columns in held):
-            return known_groups(self.item_groups, held)
-        return known_groups([*((*lane, channel, version) for lane, keys, _ in self.held for channel, version in keys), *self.item_groups])
+        """`known_groups` of every group the walk holds, seeded and fetched by its pages: the
+        seeded groups' key columns as the item cache made them, joined with the fetched ones'."""
+        parts = [columns for _, _, columns in self.held] + [key_columns(self.item_groups)]
+        split = [part for part in parts if part is not None]
+        if len(split) == len(parts):
+            return _split_params(split)
+        return _json_params([*((*lane, channel, version) for lane, keys, _ in self.held for channel, version in keys), *self.item_groups])
 
     # -- page of checkpoint rows --------------------------------------------------------
 
