@@ -489,7 +489,7 @@ class SaverCore(BaseCheckpointSaver[str]):
                 return None
             self._remember_lists(thread_id, ns, states)
             self.memory.holds(thread_id, ns, checkpoint_id, checkpoint["channel_versions"])
-            self.items.add_groups(thread_id, ns, groups)
+            self.items.add_groups(thread_id, ns, groups, inflated=True)
             if log_run:
                 self._wrote_run_row(config, thread_id, status=params["run_status"] if root else None)
             return next_config
@@ -594,7 +594,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         )
 
         def stored(fetched: Sequence[Any]) -> bool:
-            self.items.add_groups(thread_id, ns, groups)
+            self.items.add_groups(thread_id, ns, groups, inflated=True)
             if fetched and run:  # a status it set may not stand (a later step's wins): a root put sends its own
                 self._wrote_run_row(config, thread_id, status=params["run_status"], agent=params["agent"])
             return bool(fetched)
@@ -717,18 +717,21 @@ class SaverCore(BaseCheckpointSaver[str]):
         return [
             (self.sql.get_tuple[(False, True)], encode.get_tuple_params(key, {}, {})),
             (self.sql.get_tuple[(False, False)], encode.get_tuple_params(key, {}, {})),
-            *((self.sql.first_page(scan.page_where()), scan.first_params()) for scan in (lane, filtered, thread)),
+            *(
+                (self.sql.first_page(scan.page_where(), across_lanes=scan.across_lanes), scan.first_params())
+                for scan in (lane, filtered, thread)
+            ),
             (self.sql.page_details[True], {**lane.details_params([]), "thread_id": key.thread_id}),
         ]
 
     def _page_query(self, scan: HistoryScan) -> Query[list[CheckpointRow]]:
-        return Query("list", self.sql.list_page(scan.page_where()), scan.page_params(), scan.take_page)
+        return Query("list", self.sql.list_page(scan.page_where(), across_lanes=scan.across_lanes), scan.page_params(), scan.take_page)
 
     def _first_page_query(self, scan: HistoryScan) -> Query[list[CheckpointTuple]]:
         """`Statements.first_page`: a walk's first page of one thread with its details."""
         return Query(
             "list",
-            self.sql.first_page(scan.page_where()),
+            self.sql.first_page(scan.page_where(), across_lanes=scan.across_lanes),
             scan.first_params(),
             scan.first_tuples,
             references=scan.first_references,
@@ -767,7 +770,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         return Query("list_actions", sql, scan.page_params(), scan.take_page)
 
     def _steps_page_query(self, scan: StepScan) -> Query[list[StepRecord]]:
-        sql = self.sql.steps_page(scan.page_where())
+        sql = self.sql.steps_page(scan.page_where(), across_lanes=scan.across_lanes)
         return Query(f"list_steps of thread {shown(scan.thread_id)}", sql, scan.page_params(), scan.take_page)
 
     def _actions_from_query(self, thread_id: Any, checkpoint_ns: Any, checkpoint_id: Any, limit: Any) -> Query[list[ActionRecord]]:

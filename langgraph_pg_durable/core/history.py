@@ -155,7 +155,7 @@ class HistoryScan:
         wheres: list[str] = []
         self.params: dict[str, Any] = {}
         self.single_lane = False  # one (thread, namespace): the key order is checkpoint_id alone
-        self.one_thread = False  # one thread, every namespace: an index on (thread_id, checkpoint_id)
+        self.one_thread = False  # one thread (and every namespace, unless single_lane)
         if config:  # an empty config lists every thread, as with the official saver
             key = parse_config(config)
             wheres.append("thread_id = %(thread_id)s")
@@ -204,6 +204,12 @@ class HistoryScan:
         return _json_params([*((*lane, channel, version) for lane, keys, _ in self.held for channel, version in keys), *self.item_groups])
 
     # -- page of checkpoint rows --------------------------------------------------------
+
+    @property
+    def across_lanes(self) -> bool:
+        """Whether the walk is of one thread's every namespace: its pages are the newest of
+        the root graph's lane and of the subgraphs' checkpoints (`sql.reads.list_page`)."""
+        return self.one_thread and not self.single_lane
 
     def page_where(self) -> str:
         wheres = list(self.base_where)

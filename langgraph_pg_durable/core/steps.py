@@ -133,6 +133,11 @@ class StepScan(Pager):
         }
         super().__init__(page_limit(limit, "list_steps()"), filters)
 
+    @property
+    def across_lanes(self) -> bool:
+        """Whether the scan is of every namespace of the thread (see `sql.steps.steps_page`)."""
+        return self.filters["root"] is None and self.filters["checkpoint_ns"] is None
+
     def page_params(self) -> dict[str, Any]:
         params = super().page_params()
         params.pop("root", None)  # a literal in the statement, not a parameter

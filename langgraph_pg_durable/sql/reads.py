@@ -375,12 +375,32 @@ FROM writes"""
 _PAGE_ORDER = "checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC"
 
 
-def list_page(q: str, where: str) -> str:
-    """One page of CheckpointColumn rows, newest first, for keyset pagination."""
-    return f"""
+def list_page(q: str, where: str, *, across_lanes: bool = False) -> str:
+    """One page of CheckpointColumn rows, newest first, for keyset pagination.
+
+    `across_lanes`: `where` names one thread and no namespace. The page is then the newest
+    of two walks, each down an index in page order: the root graph's lane (the primary
+    key) and the subgraphs' checkpoints (`checkpoints_subgraph_recent_idx`, which holds
+    only those: a put of the root graph, most of a thread's, updates no fourth index)."""
+    if not across_lanes:
+        return f"""
 SELECT {CHECKPOINT_COLUMNS}
 FROM {q}.checkpoints
 {where}
+ORDER BY {_PAGE_ORDER}
+LIMIT %(page_size)s"""
+    lane = f"SELECT {CHECKPOINT_COLUMNS}\n    FROM {q}.checkpoints\n    {where}"
+    return f"""
+SELECT *
+FROM (
+    ({lane} AND checkpoint_ns = ''
+    ORDER BY checkpoint_id DESC
+    LIMIT %(page_size)s)
+    UNION ALL
+    ({lane} AND checkpoint_ns <> ''
+    ORDER BY checkpoint_id DESC, checkpoint_ns DESC
+    LIMIT %(page_size)s)
+) AS lanes
 ORDER BY {_PAGE_ORDER}
 LIMIT %(page_size)s"""
 
@@ -399,7 +419,7 @@ def page_details(q: str, *, one_thread: bool = False) -> str:
     return "WITH " + _details(q, value_keys, write_keys, one_thread=one_thread)
 
 
-def first_page(q: str, where: str) -> str:
+def first_page(q: str, where: str, *, across_lanes: bool = False) -> str:
     """A walk's first page of one thread (`where` names it: core.history) and its details in
     one statement: the page's checkpoint rows as `Detail` rows of part 'c' (in no order;
     IDX is each one's place in the page), then what `page_details` returns for them, every
@@ -408,7 +428,7 @@ def first_page(q: str, where: str) -> str:
     # Each row's place in the page as IDX: the server's order (its collation), not the client's.
     page = f"""page AS MATERIALIZED (
     SELECT *, row_number() OVER (ORDER BY {_PAGE_ORDER})::int AS n
-    FROM ({list_page(q, where)}) AS ordered
+    FROM ({list_page(q, where, across_lanes=across_lanes)}) AS ordered
 ), """
     value_keys = """(SELECT DISTINCT p.thread_id, p.checkpoint_ns, x.channel, x.version
           FROM page p, unnest(p.value_channels, p.value_versions) AS x(channel, version)) AS k"""

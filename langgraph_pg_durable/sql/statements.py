@@ -115,13 +115,14 @@ class Statements:
         (a CLI, a web handler) then costs no rendering."""
         return Statements(schema)
 
-    def list_page(self, where: str) -> str:
-        """One page of `list()` under `where` (built by core.history from fixed fragments)."""
-        return reads.list_page(self.q, where)
+    def list_page(self, where: str, *, across_lanes: bool = False) -> str:
+        """One page of `list()` under `where` (built by core.history from fixed fragments);
+        `across_lanes`: `where` names a thread and no namespace (see `reads.list_page`)."""
+        return _list_page(self.q, where, across_lanes)
 
-    def first_page(self, where: str) -> str:
+    def first_page(self, where: str, *, across_lanes: bool = False) -> str:
         """A walk's first page of one thread and its details in one statement, under `where`."""
-        return _first_page(self.q, where)
+        return _first_page(self.q, where, across_lanes)
 
     def runs_page(self, where: str, *, one_thread: bool = False) -> str:
         """One page of `list_runs()` under `where` (built by core.logs from fixed fragments);
@@ -137,11 +138,17 @@ class Statements:
         """One page of `list_threads()` (`where` and `having` built by core.threads from fixed fragments)."""
         return threads.threads_page(self.q, where, having)
 
-    def steps_page(self, where: str) -> str:
-        """One page of `list_steps()` under `where` (built by core.steps from fixed fragments)."""
-        return steps.steps_page(self.q, where)
+    def steps_page(self, where: str, *, across_lanes: bool = False) -> str:
+        """One page of `list_steps()` under `where` (built by core.steps from fixed fragments);
+        `across_lanes`: no namespace in `where` (see `steps.steps_page`)."""
+        return steps.steps_page(self.q, where, across_lanes=across_lanes)
 
 
 @lru_cache(maxsize=256)  # (a handful of wheres a schema: core.history builds them from fixed fragments)
-def _first_page(q: str, where: str) -> str:
-    return compact(reads.first_page(q, where))
+def _first_page(q: str, where: str, across_lanes: bool) -> str:
+    return compact(reads.first_page(q, where, across_lanes=across_lanes))
+
+
+@lru_cache(maxsize=256)
+def _list_page(q: str, where: str, across_lanes: bool) -> str:
+    return reads.list_page(q, where, across_lanes=across_lanes)

@@ -37,7 +37,7 @@ TASK_SUMMARY = """jsonb_path_query_array(a.payload, '$.messages[*].tool_calls[*]
         '$.messages[*].usage_metadata.total_tokens ? (@.type() == "number")') AS t(v))"""
 
 
-def steps_page(q: str, where: str) -> str:
+def steps_page(q: str, where: str, *, across_lanes: bool = False) -> str:
     """One page of a thread's checkpoints, newest first, under `where` (on `c`, built by
     core.steps from fixed fragments); walks (thread_id, checkpoint_id) so a page reads
     only its own rows. Each subquery names the thread itself, not through `page`'s column:
@@ -56,14 +56,7 @@ def steps_page(q: str, where: str) -> str:
             WHERE n.thread_id = %(thread_id)s AND n.checkpoint_ns = p.checkpoint_ns
               AND n.parent_checkpoint_id = p.parent_checkpoint_id AND n.checkpoint_id < p.checkpoint_id)"""
     return f"""
-WITH page AS MATERIALIZED (
-    SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.run_id, c.step, c.source,
-           c.created_at, c.metadata
-    FROM {q}.checkpoints c
-    WHERE c.thread_id = %(thread_id)s AND {where}
-    ORDER BY c.checkpoint_id DESC
-    LIMIT %(page)s
-)
+WITH page AS MATERIALIZED ({_page(q, where, across_lanes)})
 SELECT p.thread_id, p.checkpoint_ns, p.checkpoint_id, p.parent_checkpoint_id, p.run_id, p.step, p.source,
        p.created_at, p.metadata::text AS metadata,
        (SELECT count(*) FROM {q}.checkpoint_writes w
@@ -88,6 +81,33 @@ SELECT p.thread_id, p.checkpoint_ns, p.checkpoint_id, p.parent_checkpoint_id, p.
        END::float8 AS duration_ms
 FROM page p
 ORDER BY p.checkpoint_id DESC"""
+
+
+def _page(q: str, where: str, across_lanes: bool) -> str:
+    """The page's checkpoints, newest first. `across_lanes` (no namespace in `where`): the
+    newest of the root graph's lane, down the primary key, and of the subgraphs'
+    checkpoints, down `checkpoints_subgraph_recent_idx` (as `reads.list_page`)."""
+    lane = f"""SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.run_id, c.step, c.source,
+           c.created_at, c.metadata
+    FROM {q}.checkpoints c
+    WHERE c.thread_id = %(thread_id)s AND {where}"""
+    if not across_lanes:
+        return f"""
+    {lane}
+    ORDER BY c.checkpoint_id DESC
+    LIMIT %(page)s
+"""
+    return f"""
+    SELECT * FROM (
+        ({lane} AND c.checkpoint_ns = ''
+        ORDER BY c.checkpoint_id DESC LIMIT %(page)s)
+        UNION ALL
+        ({lane} AND c.checkpoint_ns <> ''
+        ORDER BY c.checkpoint_id DESC LIMIT %(page)s)
+    ) AS lanes
+    ORDER BY checkpoint_id DESC
+    LIMIT %(page)s
+"""
 
 
 class NeighbourColumn(Columns):

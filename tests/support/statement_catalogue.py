@@ -67,11 +67,12 @@ def _listing_pages(s: Statements) -> dict[str, Entry]:
         )
         anchors = ANY_THREAD if config is None else ONE
         label = f"list of {name}" + (", filtered" if filtered else "") + (", before" if before else "")
-        out[label] = Entry(s.list_page(scan.page_where()), anchors, "list_page")
+        lanes = scan.across_lanes
+        out[label] = Entry(s.list_page(scan.page_where(), across_lanes=lanes), anchors, "list_page")
         if scan.one_thread:  # a thread's first page comes with its details
-            out[f"{label}, first page with its details"] = Entry(s.first_page(scan.page_where()), anchors, "first_page")
+            out[f"{label}, first page with its details"] = Entry(s.first_page(scan.page_where(), across_lanes=lanes), anchors, "first_page")
         scan.cursor = ("c", "t", "")
-        out[f"{label}, next page"] = Entry(s.list_page(scan.page_where()), anchors, "list_page")
+        out[f"{label}, next page"] = Entry(s.list_page(scan.page_where(), across_lanes=lanes), anchors, "list_page")
     # list_runs() and list_actions(): every filter combination, first and next page.
     run_filters = {"thread_id": "t", "status": "done", "since": moment, "until": moment, "before": (moment, "r")}
     for combo in _subsets(list(run_filters)):
@@ -110,7 +111,9 @@ def _listing_pages(s: Statements) -> dict[str, Entry]:
     for namespace in (None, "", "ns"):
         for combo in _subsets(list(step_filters)):
             step_scan = StepScan("t", checkpoint_ns=namespace, **{k: step_filters[k] for k in combo})
-            out[f"list_steps {namespace!r} {combo}"] = Entry(s.steps_page(step_scan.page_where()), ONE, "steps_page")
+            out[f"list_steps {namespace!r} {combo}"] = Entry(
+                s.steps_page(step_scan.page_where(), across_lanes=step_scan.across_lanes), ONE, "steps_page"
+            )
     return out
 
 
