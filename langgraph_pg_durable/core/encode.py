@@ -241,19 +241,19 @@ def put_params(
         "item_versions": TextArray(item_versions),
         **_item_params(items),
     }
-    return PutParams(params, key.config(checkpoint_id), uploads, states, inline_item_groups(params))
+    return PutParams(params, key.config(checkpoint_id), uploads, states, inline_item_groups(items))
 
 
-def inline_item_groups(params: Mapping[str, Any]) -> dict[tuple[str, str], list_layout.RawItems]:
-    """The list items a put stores inline, grouped by (channel, version), for the item cache."""
+def inline_item_groups(items: Sequence[ItemRow]) -> dict[tuple[str, str], list_layout.RawItems]:
+    """The list items a write stores inline, grouped by (channel, version), for the item
+    cache: as serialized, not as stored (the cache holds items decompressed). A group with an
+    offloaded item is left out."""
     groups: dict[tuple[str, str], list_layout.RawItems] = {}
     offloaded = set()
-    for channel, version, idx, type_, data in zip(
-        params["item_channels"], params["item_of"], params["item_idx"], params["item_types"], params["item_values"]
-    ):
-        if data is None:
-            offloaded.add((channel, version))
-        groups.setdefault((channel, version), {})[idx] = (type_, data)
+    for item in items:
+        if item.data is None:
+            offloaded.add((item.channel, item.version))
+        groups.setdefault((item.channel, item.version), {})[item.idx] = item.unpacked
     return {k: v for k, v in groups.items() if k not in offloaded}
 
 
@@ -276,7 +276,7 @@ class WritesParams:
 
     `replace`: every write is to a special channel, whose rows a retry overwrites;
     `uploads`: objects to store first; `offers`: the items stored per channel (for the
-    child's delta); `item_groups`: the items stored inline (for the item cache).
+    child's delta); `item_groups`: the items stored inline, decompressed (for the item cache).
     """
 
     params: dict[str, Any]
@@ -401,7 +401,7 @@ def put_writes_params(
         if packed is not None:
             packed.update(logged)
     replace = bool(writes) and all(channel in WRITES_IDX_MAP for channel, _ in writes)
-    return WritesParams(params, packed, replace, uploads, offers, inline_item_groups(params) if items else {})
+    return WritesParams(params, packed, replace, uploads, offers, inline_item_groups(items) if items else {})
 
 
 @dataclass(slots=True)  # made on every put or put_writes: not frozen (see core.plan.Query)

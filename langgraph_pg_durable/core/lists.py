@@ -278,12 +278,17 @@ class ListState:
 
 @dataclass(slots=True)  # made per item or list row read or written: not frozen (see core.plan.Query)
 class ItemRow:
+    """A channel_items row as stored (`type` and `data` packed: see `codec.packed`; `data`
+    None when offloaded), and the item's serialized form (`unpacked`), which the item cache
+    holds: the write path keeps it rather than inflating what it just compressed."""
+
     channel: str
     version: str
     idx: int
     type: str
     data: bytes | None
     ref: ObjectRef | None
+    unpacked: StoredItem
 
 
 @dataclass(slots=True)  # made per item or list row read or written: not frozen (see core.plan.Query)
@@ -319,11 +324,11 @@ def _item_row(
 ) -> ItemRow:
     """One channel_items row, of item `number` of the list or write `where` names: the item's
     bytes packed, inline or offloaded (upload queued, for `call`: put or put_writes)."""
-    type_, data = packed(type_, data)
-    inline, ref = placement.place(data, where=functools.partial(_nth_item, number, where))
+    stored_type, stored = packed(type_, data)
+    inline, ref = placement.place(stored, where=functools.partial(_nth_item, number, where))
     if ref is not None:
-        uploads.append(Upload(ref, data, f"{call} of {named(where)}, item {number}"))
-    return ItemRow(channel, key, idx, type_, inline, ref)
+        uploads.append(Upload(ref, stored, f"{call} of {named(where)}, item {number}"))
+    return ItemRow(channel, key, idx, stored_type, inline, ref, (type_, data))
 
 
 def usable(value: Any, version: str, snapshot_every: int) -> bool:

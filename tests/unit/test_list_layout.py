@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from rowstore import RowStoreSaver
 
-from langgraph_pg_durable.core.codec import Codec
+from langgraph_pg_durable.core.codec import COMPRESSED, Codec, unpacked
+from langgraph_pg_durable.core.encode import inline_item_groups
 from langgraph_pg_durable.core.chunks import Chunked
 from langgraph_pg_durable.core.lists import ListState, SegmentLocations, _segments, pick, pick_segments, plan, restore, segments_of, stored
 from langgraph_pg_durable.core.offload import Placement
@@ -495,3 +496,26 @@ def test_segment_locations_read_as_the_locations_they_stand_for(segments: list[t
     assert tuple(lazy.extended([("v9", 0)])) == (*eager, ("v9", 0))
     if eager:
         assert lazy[-1] == eager[-1] and lazy[len(eager) // 2] == eager[len(eager) // 2]
+
+
+def test_the_item_cache_gets_a_written_item_as_serialized_not_as_stored() -> None:
+    """A put's item groups (what the item cache holds) are the items as the serializer made
+    them, where its rows hold them compressed: the cache is not handed bytes to inflate again."""
+    codec, placement = Codec(RowStoreSaver().serde), Placement(enabled=False)
+    long_text = "words that compress " * 200
+    row = plan(codec, channel="c", version="v1", value=["short", long_text], base=None, snapshot_every=4, placement=placement, where="w")
+    short, long = row.items
+    assert short.type == short.unpacked[0] and short.data == short.unpacked[1]  # under 1 KiB: stored as serialized
+    assert long.type.endswith(COMPRESSED) and (long.type, long.data) != long.unpacked
+    assert unpacked(long.type, long.data) == long.unpacked
+    groups = inline_item_groups(row.items)
+    assert groups == {("c", "v1"): {0: short.unpacked, 1: long.unpacked}}
+    assert codec.load_items(list(groups[("c", "v1")].values()), where="w") == ["short", long_text]
+
+
+def test_a_group_with_an_offloaded_item_is_not_handed_to_the_item_cache() -> None:
+    codec = Codec(RowStoreSaver().serde)
+    big = Placement(enabled=True, threshold=64, prefix="p")
+    row = plan(codec, channel="c", version="v1", value=["x" * 100, "y"], base=None, snapshot_every=4, placement=big, where="w")
+    assert [i.data is None for i in row.items] == [True, False]
+    assert inline_item_groups(row.items) == {}
