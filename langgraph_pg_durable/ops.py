@@ -613,7 +613,7 @@ class SaverCore(BaseCheckpointSaver[str]):
                 sql = s.put_writes_items[(log, run)]
             else:
                 sql = s.put_writes[(built.replace, bool(built.uploads), log, run)]
-            query = self._fenced_query(Query(where, sql, params, decode, built.uploads, locks=self._locks([thread_id])), fence)
+            query = self._fenced_query(Query(where, sql, built.rows(), decode, built.uploads, locks=self._locks([thread_id])), fence)
             wrote = yield from self._fenced(query, config, fence, lambda wrote: not wrote)
             seen = params["check_checkpoint"]
             if not wrote and seen is not None:  # every write stored already, or the checkpoint gone

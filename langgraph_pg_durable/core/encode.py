@@ -271,8 +271,9 @@ def _item_params(items: Sequence[ItemRow]) -> dict[str, Any]:
 
 @dataclass(slots=True)  # made on every put or put_writes: not frozen (see core.plan.Query)
 class WritesParams:
-    """What `put_writes` sends: each write in its own row (`params`), and, for a task whose
-    writes can share one row, that row (`packed`, tried first: see `sql.writes.put_packed_writes`).
+    """What `put_writes` sends: the parameters every form shares (`params`), each write in its
+    own row (`rows()`), and, for a task whose writes can share one row, that row (`packed`,
+    tried first: see `sql.writes.put_packed_writes`).
 
     `replace`: every write is to a special channel, whose rows a retry overwrites;
     `uploads`: objects to store first; `offers`: the items stored per channel (for the
@@ -285,6 +286,25 @@ class WritesParams:
     uploads: list[Upload]
     offers: list[tuple[str, list[tuple[bytes, list_layout.Location]]]]
     item_groups: dict[tuple[str, str], list_layout.RawItems]
+    # (indexes, channels, types, values, references, item keys) of the writes, one each.
+    writes: tuple[list[int], list[str], list[str], list[bytes | None], list[ObjectRef | None], list[str | None]]
+
+    def rows(self) -> dict[str, Any]:
+        """The parameters of `put_writes` and `put_writes_items`: each write in its own row.
+        Made only when they are sent (no packed row, or a task's re-run): most tasks' writes
+        go in their packed row alone."""
+        idx, channels, types, blobs, refs, item_keys = self.writes
+        rows = {
+            **self.params,
+            "idx": Int4Array(idx),
+            "channels": TextArray(channels),
+            "types": TextArray(types),
+            "values": ByteaArray(blobs),
+            **_ref_params(refs),
+        }
+        if self.has_items:
+            rows["write_item_versions"] = TextArray(item_keys)
+        return rows
 
     @property
     def has_items(self) -> bool:
@@ -381,17 +401,7 @@ def put_writes_params(
             "packed_value": ormsgpack.packb([[i, ch, t, d] for i, ch, t, d in zip(idx, channels, types, blobs)]),
             "packed_item_version": item_key,
         }
-    params.update(
-        {
-            "idx": Int4Array(idx),
-            "channels": TextArray(channels),
-            "types": TextArray(types),
-            "values": ByteaArray(blobs),
-            **_ref_params(refs),
-        }
-    )
     if items:
-        params["write_item_versions"] = TextArray(item_keys)
         params.update(_item_params(items))
         if packed is not None:
             packed.update(_item_params(items))
@@ -401,7 +411,9 @@ def put_writes_params(
         if packed is not None:
             packed.update(logged)
     replace = bool(writes) and all(channel in WRITES_IDX_MAP for channel, _ in writes)
-    return WritesParams(params, packed, replace, uploads, offers, inline_item_groups(items) if items else {})
+    return WritesParams(
+        params, packed, replace, uploads, offers, inline_item_groups(items) if items else {}, (idx, channels, types, blobs, refs, item_keys)
+    )
 
 
 @dataclass(slots=True)  # made on every put or put_writes: not frozen (see core.plan.Query)

@@ -155,7 +155,8 @@ def test_a_packed_row_is_tried_first_and_names_the_indexes_it_holds() -> None:
     placement = Placement(threshold=0, prefix="p", enabled=False)
     built = put_writes_params(Codec(JsonPlusSerializer()), config, [("a", 1), ("b", 2), ("c", 3)], "task", "", placement, ListPolicy())
     assert built.packed is not None and built.packed["packed_idx"] == 2  # the row holds indexes 0 to 2
-    assert list(built.params["idx"]) == [0, 1, 2]  # and each write on its own, for a task re-run
+    assert list(built.rows()["idx"]) == [0, 1, 2]  # and each write on its own, for a task re-run
+    assert "idx" not in built.params and "idx" not in built.packed  # made only for the rows' statements
     # One write is packed too: the row holds the task's action (no action_log row beside it).
     single = put_writes_params(Codec(JsonPlusSerializer()), config, [("a", 1)], "task", "", placement, ListPolicy())
     assert single.packed is not None and single.packed["packed_idx"] == 0
