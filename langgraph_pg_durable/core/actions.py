@@ -24,7 +24,7 @@ import traceback
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, convert_to_openai_messages
 from langgraph.checkpoint.base import WRITES_IDX_MAP
@@ -53,6 +53,25 @@ _MAX_TRACEBACK_CHARS = 16 << 10
 # and its first STATE_HEAD_CHARS characters: {"$lgpd": "value", "size": n, "head": "..."}.
 STATE_VALUE_BYTES = 512
 STATE_HEAD_CHARS = 160
+
+
+# Whether a type is a message, by type: BaseMessage is a pydantic model, whose metaclass makes
+# `isinstance(x, BaseMessage)` an ABCMeta check (~0.3 us, a negative one as much), and a
+# task's writes are checked a dozen times. Bounded: a program that makes types without end
+# goes back to isinstance past this many.
+_MESSAGE_TYPES: dict[type, bool] = {}
+_MESSAGE_TYPES_HELD = 512
+
+
+def is_message(value: Any) -> TypeGuard[BaseMessage]:
+    """`isinstance(value, BaseMessage)`, remembered by the value's type."""
+    kind = type(value)
+    known = _MESSAGE_TYPES.get(kind)
+    if known is None:
+        known = issubclass(kind, BaseMessage)
+        if len(_MESSAGE_TYPES) < _MESSAGE_TYPES_HELD:
+            _MESSAGE_TYPES[kind] = known
+    return known
 
 
 @dataclass(slots=True)  # made on every put or put_writes: not frozen (see core.plan.Query)
@@ -309,9 +328,9 @@ def as_messages(channel: str, value: Any) -> list[Any] | None:
     """The messages a write holds, or None if it is not messages: a message, a list of
     them (or of LangChain's message-like forms: (role, text) pairs, role dicts), or a str
     written to a channel named `messages` (which `add_messages` takes for a human turn)."""
-    if type(value) is str:  # before the check against BaseMessage, a pydantic class's (~0.5 us)
+    if type(value) is str:  # before the check against BaseMessage
         return [("human", value)] if channel == "messages" else None
-    if isinstance(value, BaseMessage):
+    if is_message(value):
         return [value]
     if isinstance(value, str):
         return [("human", value)] if channel == "messages" else None
@@ -324,7 +343,7 @@ def as_messages(channel: str, value: Any) -> list[Any] | None:
 
 def _message_id(message: Any) -> str | None:
     """The id of a message (a BaseMessage's, or a role dict's `id`), None if it has none."""
-    found = message.id if isinstance(message, BaseMessage) else message.get("id") if isinstance(message, Mapping) else None
+    found = message.id if is_message(message) else message.get("id") if isinstance(message, Mapping) else None
     return found if isinstance(found, str) else None
 
 
@@ -360,7 +379,7 @@ def held_message_ids(channel_values: Mapping[str, Any]) -> frozenset[str]:
     """The ids of the messages a checkpoint's channels hold (see `held_messages`)."""
     out: set[Any] = set()
     for value in channel_values.values():
-        if isinstance(value, list) and value and isinstance(value[0], BaseMessage) and isinstance(value[-1], BaseMessage):
+        if isinstance(value, list) and value and is_message(value[0]) and is_message(value[-1]):
             try:  # at C speed: a put of a long chat sends every message it holds
                 out.update(map(_ID, value))
             except AttributeError:  # not messages all through
@@ -374,11 +393,11 @@ def held_messages(channel_values: Mapping[str, Any]) -> dict[str, BaseMessage]:
     is a list of messages (a list whose first and last items are messages)."""
     out: dict[str, BaseMessage] = {}
     for value in channel_values.values():
-        if isinstance(value, list) and value and isinstance(value[0], BaseMessage) and isinstance(value[-1], BaseMessage):
+        if isinstance(value, list) and value and is_message(value[0]) and is_message(value[-1]):
             try:  # the common case, at a third of the checked loop's cost (a put of a long chat sends one)
                 found = {m.id: m for m in value}
             except AttributeError:  # not messages all through
-                found = {m.id: m for m in value if isinstance(m, BaseMessage)}
+                found = {m.id: m for m in value if is_message(m)}
             found.pop(None, None)  # a message add_messages has not given an id yet
             out.update(found)
     return out
@@ -400,7 +419,7 @@ def replayed_messages(history: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _message_like(value: Any) -> bool:
-    if isinstance(value, BaseMessage):
+    if is_message(value):
         return True
     if isinstance(value, (list, tuple)) and len(value) == 2 and isinstance(value[0], str):
         return value[0] in _ROLES
@@ -442,33 +461,45 @@ def message_json(message: Any) -> Any:
     response_metadata under their own keys; a message the converter refuses keeps its
     LangChain type and content."""
     converted = _openai_text_message(message)
-    if converted is None:
+    if converted is not None:
+        # Its keys are our own literals and most of its values text: `readable` without its
+        # walk (half of the action log's time for a chat step).
+        out = {key: _text(value) if type(value) is str else readable(value, 1) for key, value in converted.items()}
+    else:
         try:
             # In a list: the converter takes a lone (role, text) pair for two messages.
             converted = convert_to_openai_messages([message])[0]
         except Exception:  # a RemoveMessage, a malformed dict: still shown, by type
             converted = {"type": getattr(message, "type", type(message).__name__), "content": readable(getattr(message, "content", None))}
-    out = readable(converted)
-    if isinstance(message, BaseMessage) and isinstance(out, dict):
+        out = readable(converted)
+    if is_message(message) and isinstance(out, dict):
         if message.id is not None:
             out["id"] = message.id
         # usage_metadata is asked of an AIMessage only: another message has none, and
         # pydantic's miss of an attribute raises inside getattr (~2 us).
-        for extra in ("usage_metadata", "response_metadata") if isinstance(message, AIMessage) else ("response_metadata",):
+        kind = type(message)  # one of the four common types by itself, else by isinstance (an ABCMeta check)
+        common = kind in _OPENAI_ROLES
+        for extra in (
+            ("usage_metadata", "response_metadata")
+            if (kind is AIMessage if common else isinstance(message, AIMessage))
+            else ("response_metadata",)
+        ):
             found = getattr(message, extra, None)
             if found:
                 out[extra] = readable(found)
         # Asked of a ToolMessage only: another message has no `status`, and pydantic's
         # miss of an attribute raises inside getattr (~2 us).
-        if isinstance(message, ToolMessage) and message.status != "success":
-            out["status"] = readable(message.status)  # "error": the tool failed, or a reviewer rejected the call
+        if kind is ToolMessage if common else isinstance(message, ToolMessage):
+            status = cast(ToolMessage, message).status
+            if status != "success":
+                out["status"] = readable(status)  # "error": the tool failed, or a reviewer rejected the call
     return out
 
 
 def _message_kind(message: Any) -> str:
     role = _role(message)
     if role in ("ai", "assistant"):
-        calls = getattr(message, "tool_calls", None) if isinstance(message, BaseMessage) else None
+        calls = getattr(message, "tool_calls", None) if is_message(message) else None
         if calls is None and isinstance(message, Mapping):
             calls = message.get("tool_calls")
         return "tool_call" if calls else "llm_call"
@@ -480,7 +511,7 @@ def _message_kind(message: Any) -> str:
 
 
 def _role(message: Any) -> str | None:
-    if isinstance(message, BaseMessage):
+    if is_message(message):
         return message.type
     if isinstance(message, (list, tuple)):
         return str(message[0])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import math
 import uuid
+from collections import ChainMap
 from typing import Any
 
 import pytest
@@ -51,6 +52,16 @@ def test_the_configs_scalar_entries_are_merged() -> None:
     }
     merged = merge_metadata(config, {"source": "loop", "step": 1})  # type: ignore[arg-type]
     assert merged == {"source": "loop", "step": 1, "user": "ada", "n": 3, "ok": True, "ratio": 0.5, "tenant": "acme"}
+
+
+def test_a_chainmap_of_the_config_merges_as_the_mapping_it_stands_for() -> None:
+    """LangGraph hands the config's metadata as a ChainMap (of one dict, as a rule)."""
+    entries = {"user": "ada", "n": 3, "obj": {"a": 1}}
+    want = merge_metadata({"metadata": entries}, {"step": 1})  # type: ignore[arg-type]
+    assert want == {"step": 1, "user": "ada", "n": 3}
+    for metadata in (ChainMap(entries), ChainMap({"user": "ada"}, {"user": "bob", "n": 3})):
+        assert merge_metadata({"metadata": metadata}, {"step": 1}) == want  # type: ignore[arg-type]
+    assert merge_metadata({"metadata": ChainMap({})}, {"step": 1}) == {"step": 1}  # type: ignore[arg-type]
 
 
 def test_private_and_excluded_keys_are_skipped() -> None:
