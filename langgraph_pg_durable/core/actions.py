@@ -463,7 +463,7 @@ def message_json(message: Any) -> Any:
     converted = _openai_text_message(message)
     if converted is not None:
         # Its keys are our own literals and most of its values text: `readable` without its
-        # walk (half of the action log's time for a chat step).
+        # walk (which took a third of a text message's 1.7 us).
         out = {key: _text(value) if type(value) is str else readable(value, 1) for key, value in converted.items()}
     else:
         try:
