@@ -273,9 +273,10 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _run_of(self, config: RunnableConfig) -> str | None:
         """The run a call belongs to: the caller's metadata `run_id`, else the id of the graph
         invocation the call comes from (named the first time it is seen), else None."""
-        metadata = config.get("metadata")
-        # (LangGraph hands a ChainMap: named first, it passes without ABCMeta's check.)
-        given = metadata.get("run_id") if isinstance(metadata, (dict, ChainMap, Mapping)) else None
+        metadata: Any = config.get("metadata")
+        if type(metadata) is ChainMap and len(metadata.maps) == 1:
+            metadata = metadata.maps[0]  # LangGraph's: a ChainMap's get() runs in Python
+        given = metadata.get("run_id") if isinstance(metadata, (dict, Mapping)) else None
         if given is not None:
             return id_text(given, "metadata['run_id']")
         invocation = invocation_of(config)
