@@ -15,7 +15,6 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from .core.actions import KNOWN, SendToName
-from .core.codec import is_compressed, unpacked
 from .core.fencing import new_writer
 from .core.history import lane_key_columns
 from .core.item_group import ItemGroup
@@ -199,13 +198,10 @@ class ItemCache:
         # history walk of a long chat read 175 groups, and made their key columns, each time.
         self._held: dict[tuple[str, str], _Held] = {}
 
-    def add(self, thread_id: str, ns: str, channel: str, version: str, items: RawItems) -> None:
-        """Hold a group's items, decompressed: a warm read then never inflates them again."""
-        self.add_groups(thread_id, ns, {(channel, version): items})
-
-    def add_groups(self, thread_id: str, ns: str, groups: Mapping[tuple[str, str], RawItems], *, inflated: bool = False) -> None:
-        """Hold these groups' items (by (channel, version)), decompressed unless they are
-        `inflated` already (as a read fetched them); one lock for them all."""
+    def add_groups(self, thread_id: str, ns: str, groups: Mapping[tuple[str, str], RawItems]) -> None:
+        """Hold these groups' items (by (channel, version)), as serialized, not as stored
+        compressed (every caller has them so: a write keeps the form it compressed, a read
+        inflates what it fetched), so a warm read never inflates them; one lock for them all."""
         if not groups or not self.max_bytes:
             return
         limit = self.max_bytes // 8
@@ -213,8 +209,6 @@ class ItemCache:
         for key, items in groups.items():
             if not items:
                 continue
-            if not inflated and any(is_compressed(type_) for type_, _ in items.values()):
-                items = {idx: unpacked(type_, data) for idx, (type_, data) in items.items()}
             size = _weight(items)
             if size <= limit:
                 ready.append((key, items, size))

@@ -490,7 +490,7 @@ class SaverCore(BaseCheckpointSaver[str]):
                 return None
             self._remember_lists(thread_id, ns, states)
             self.memory.holds(thread_id, ns, checkpoint_id, checkpoint["channel_versions"])
-            self.items.add_groups(thread_id, ns, groups, inflated=True)
+            self.items.add_groups(thread_id, ns, groups)
             if log_run:
                 self._wrote_run_row(config, thread_id, status=params["run_status"] if root else None)
             return next_config
@@ -595,7 +595,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         )
 
         def stored(fetched: Sequence[Any]) -> bool:
-            self.items.add_groups(thread_id, ns, groups, inflated=True)
+            self.items.add_groups(thread_id, ns, groups)
             if fetched and run:  # a status it set may not stand (a later step's wins): a root put sends its own
                 self._wrote_run_row(config, thread_id, status=params["run_status"], agent=params["agent"])
             return bool(fetched)
@@ -682,7 +682,7 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _restored(self, key: CheckpointKey, read: decode.TupleRead) -> CheckpointTuple | None:
         """A get_tuple's tuple, after the caches learned what the read brought."""
         self._remember_lists(key.thread_id, key.checkpoint_ns, read.states)
-        self.items.add_groups(key.thread_id, key.checkpoint_ns, read.fetched, inflated=True)
+        self.items.add_groups(key.thread_id, key.checkpoint_ns, read.fetched)
         found = read.found
         if found is not None:
             self.memory.holds(key.thread_id, key.checkpoint_ns, found.checkpoint["id"], found.checkpoint["channel_versions"])
