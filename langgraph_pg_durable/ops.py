@@ -11,7 +11,6 @@ import dataclasses
 import functools
 import logging
 
-from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -57,6 +56,7 @@ from .core.logs import ActionRecord, ActionScan, RunRecord, RunScan, action_reco
 from .core.steps import StepRecord, StepScan, neighbour_params, neighbours_of
 from .core.threads import ThreadRecord, ThreadScan
 from .core.keys import CHECKPOINT_MAP, CheckpointKey, id_text, next_version, parse_config
+from .core.metadata import unchained
 from .core.lists import DEFAULT_MIN_BYTES, DEFAULT_SNAPSHOT_EVERY, ListPolicy, ListState
 from .core.offload import DEFAULT_THRESHOLD, ObjectRef, Placement, attach, check_reference, validate_prefix
 from .core.plan import Pause, Plan, Query
@@ -273,9 +273,7 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _run_of(self, config: RunnableConfig) -> str | None:
         """The run a call belongs to: the caller's metadata `run_id`, else the id of the graph
         invocation the call comes from (named the first time it is seen), else None."""
-        metadata: Any = config.get("metadata")
-        if type(metadata) is ChainMap and len(metadata.maps) == 1:
-            metadata = metadata.maps[0]  # LangGraph's: a ChainMap's get() runs in Python
+        metadata = unchained(config.get("metadata"))
         given = metadata.get("run_id") if isinstance(metadata, (dict, Mapping)) else None
         if given is not None:
             return id_text(given, "metadata['run_id']")

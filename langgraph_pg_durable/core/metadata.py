@@ -20,6 +20,15 @@ from .codec import Codec, dump_json, load_json
 _EXACT_SEPARATOR = b":"
 
 
+def unchained(mapping: Any) -> Any:
+    """The dict a ChainMap of one dict stands for (LangGraph hands a config's metadata so),
+    else `mapping` itself: a ChainMap's truth, iteration and lookups run in Python (a put's
+    metadata merge took 2.3 us, most of it there, and each lookup ~0.3 us)."""
+    if type(mapping) is ChainMap and len(mapping.maps) == 1:
+        return mapping.maps[0]
+    return mapping
+
+
 def merge_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> dict[str, Any]:
     """The metadata to store: the checkpoint's, plus the config's plain scalar entries.
 
@@ -28,11 +37,7 @@ def merge_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> dict
     """
     merged: dict[str, Any] = {k: v for k, v in metadata.items() if k != "writes"}
     for section in ("metadata", "configurable"):
-        entries: Any = config.get(section)
-        if type(entries) is ChainMap and len(entries.maps) == 1:
-            # LangGraph's config metadata: a ChainMap of one dict, whose truth, iteration and
-            # lookups run in Python (a put's metadata merge took 2.3 us, most of it there).
-            entries = entries.maps[0]
+        entries = unchained(config.get(section))
         if not entries:
             continue
         for key, value in entries.items():

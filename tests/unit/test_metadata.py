@@ -25,6 +25,7 @@ from langgraph_pg_durable.core.metadata import (
     load_metadata,
     load_metadata_json,
     merge_metadata,
+    unchained,
     metadata_contains,
     project,
 )
@@ -62,6 +63,8 @@ def test_a_chainmap_of_the_config_merges_as_the_mapping_it_stands_for() -> None:
     for metadata in (ChainMap(entries), ChainMap({"user": "ada"}, {"user": "bob", "n": 3})):
         assert merge_metadata({"metadata": metadata}, {"step": 1}) == want  # type: ignore[arg-type]
     assert merge_metadata({"metadata": ChainMap({})}, {"step": 1}) == {"step": 1}  # type: ignore[arg-type]
+    one, two = ChainMap(entries), ChainMap({"user": "ada"}, entries)
+    assert unchained(one) is entries and unchained(two) is two and unchained(entries) is entries
 
 
 def test_private_and_excluded_keys_are_skipped() -> None:
