@@ -378,10 +378,7 @@ _PAGE_ORDER = "checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC"
 def list_page(q: str, where: str, *, across_lanes: bool = False) -> str:
     """One page of CheckpointColumn rows, newest first, for keyset pagination.
 
-    `across_lanes`: `where` names one thread and no namespace. The page is then the newest
-    of two walks, each down an index in page order: the root graph's lane (the primary
-    key) and the subgraphs' checkpoints (`checkpoints_subgraph_recent_idx`, which holds
-    only those: a put of the root graph, most of a thread's, updates no fourth index)."""
+    `across_lanes`: `where` names one thread and no namespace (see `newest_of_lanes`)."""
     if not across_lanes:
         return f"""
 SELECT {CHECKPOINT_COLUMNS}
@@ -390,19 +387,31 @@ FROM {q}.checkpoints
 ORDER BY {_PAGE_ORDER}
 LIMIT %(page_size)s"""
     lane = f"SELECT {CHECKPOINT_COLUMNS}\n    FROM {q}.checkpoints\n    {where}"
+    return newest_of_lanes(
+        lane, namespace="checkpoint_ns", order="checkpoint_id DESC, checkpoint_ns DESC", outer_order=_PAGE_ORDER, limit="%(page_size)s"
+    )
+
+
+def newest_of_lanes(lane: str, *, namespace: str, order: str, outer_order: str, limit: str) -> str:
+    """The first `limit` rows, in `outer_order`, of `lane`: a SELECT of checkpoints whose
+    WHERE names one thread and no namespace. Read as two walks, each down an index in
+    `order`, merged: the root graph's lane (the primary key) and the subgraphs' checkpoints
+    (`checkpoints_subgraph_recent_idx`, whose predicate `namespace <> ''` is written out so
+    every plan can use it). That index holds only the subgraphs': a put of the root graph,
+    most of a thread's, updates no fourth index (migration 0015)."""
     return f"""
 SELECT *
 FROM (
-    ({lane} AND checkpoint_ns = ''
-    ORDER BY checkpoint_id DESC
-    LIMIT %(page_size)s)
+    ({lane} AND {namespace} = ''
+    ORDER BY {order}
+    LIMIT {limit})
     UNION ALL
-    ({lane} AND checkpoint_ns <> ''
-    ORDER BY checkpoint_id DESC, checkpoint_ns DESC
-    LIMIT %(page_size)s)
+    ({lane} AND {namespace} <> ''
+    ORDER BY {order}
+    LIMIT {limit})
 ) AS lanes
-ORDER BY {_PAGE_ORDER}
-LIMIT %(page_size)s"""
+ORDER BY {outer_order}
+LIMIT {limit}"""
 
 
 def page_details(q: str, *, one_thread: bool = False) -> str:

@@ -5,6 +5,7 @@ writes it has pending. Neither a value nor a write is read."""
 from __future__ import annotations
 
 from .columns import Columns
+from .reads import newest_of_lanes
 
 
 class StepColumn(Columns):
@@ -84,9 +85,8 @@ ORDER BY p.checkpoint_id DESC"""
 
 
 def _page(q: str, where: str, across_lanes: bool) -> str:
-    """The page's checkpoints, newest first. `across_lanes` (no namespace in `where`): the
-    newest of the root graph's lane, down the primary key, and of the subgraphs'
-    checkpoints, down `checkpoints_subgraph_recent_idx` (as `reads.list_page`)."""
+    """The page's checkpoints, newest first; `across_lanes` (no namespace in `where`): as
+    `reads.newest_of_lanes` reads them."""
     lane = f"""SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.run_id, c.step, c.source,
            c.created_at, c.metadata
     FROM {q}.checkpoints c
@@ -97,17 +97,9 @@ def _page(q: str, where: str, across_lanes: bool) -> str:
     ORDER BY c.checkpoint_id DESC
     LIMIT %(page)s
 """
-    return f"""
-    SELECT * FROM (
-        ({lane} AND c.checkpoint_ns = ''
-        ORDER BY c.checkpoint_id DESC LIMIT %(page)s)
-        UNION ALL
-        ({lane} AND c.checkpoint_ns <> ''
-        ORDER BY c.checkpoint_id DESC LIMIT %(page)s)
-    ) AS lanes
-    ORDER BY checkpoint_id DESC
-    LIMIT %(page)s
-"""
+    return newest_of_lanes(
+        lane, namespace="c.checkpoint_ns", order="c.checkpoint_id DESC", outer_order="checkpoint_id DESC", limit="%(page)s"
+    )
 
 
 class NeighbourColumn(Columns):
