@@ -242,9 +242,11 @@ def build_tuple(
             ) from None
     checkpoint = {**row.body, "id": row.checkpoint_id, "channel_values": channel_values}
     ordered = sorted(writes, key=lambda w: writes_sort_key(w[2], w[0], w[3]))
-    stored = [w for w in ordered if w[4] is not None]  # (a write rebuilt from items has its value already)
-    raw = [(type_, data) for _, _, _, _, type_, data in stored if type_ is not None]
-    loaded = iter(codec.load_each(raw, lambda i: partial(_write_named, where, stored[i][0], stored[i][1])))
+    # (task, channel, type, bytes) of each write to decode: one rebuilt from items has its value already
+    stored = [(task_id, channel, type_, data) for task_id, channel, _path, _idx, type_, data in ordered if type_ is not None]
+    loaded = iter(
+        codec.load_each([(type_, data) for _, _, type_, data in stored], lambda i: partial(_write_named, where, stored[i][0], stored[i][1]))
+    )
     pending: list[PendingWrite] = [
         (task_id, channel, data if type_ is None else next(loaded)) for task_id, channel, _path, _idx, type_, data in ordered
     ]
