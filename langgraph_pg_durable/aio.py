@@ -18,11 +18,11 @@ from contextlib import asynccontextmanager
 # end
 # sync:
 # import threading
-# import time
 # from collections.abc import Iterable, Iterator, Mapping, Sequence
 # from contextlib import contextmanager
 # end
 import logging
+import time
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
@@ -53,6 +53,7 @@ from .core.keys import parse_config
 from .core.safe_serde import AllowedType
 from .errors import DatabaseUnavailableError, named, shown
 from .pools import AsyncFailoverPool, drain, with_connection_defaults
+from .spare import Spare
 from .inflight import AsyncWritesInFlight, in_flight_key
 from .memory import DEFAULT_ITEM_CACHE_BYTES
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
@@ -140,6 +141,7 @@ class AsyncDurablePostgresSaver(SaverCore):
             fencing_wait=fencing_wait,
         )
         self._writes_in_flight = AsyncWritesInFlight()
+        self._spare = Spare()  # off: from_conn_string turns it on for the pool it builds
         self.conn = conn
         self.is_pool = isinstance(conn, AsyncConnectionPool)
         # A single connection runs one statement at a time; a pool needs no lock.
@@ -227,10 +229,14 @@ class AsyncDurablePostgresSaver(SaverCore):
                 fencing_window=fencing_window,
                 fencing_wait=fencing_wait,
             )
+            saver._spare = Spare.for_own_pool(max_size)
             savers.append(saver)
             await pool.open(wait=True, timeout=timeout)
             yield saver
         finally:
+            spare = savers[0]._spare.release() if savers else None
+            if spare is not None:
+                await pool.putconn(spare)
             await pool.close()
 
     # -- I/O ------------------------------------------------------------------------
@@ -274,11 +280,19 @@ class AsyncDurablePostgresSaver(SaverCore):
                     # connection idle (in autocommit, or after its own transaction), so the
                     # commit that connection() makes on the way out has nothing to do (a
                     # tenth of a step's instructions with the pool's other bookkeeping).
-                    conn = await pool.getconn(timeout=self._pool_wait(attempts))
+                    # The connection the last call left idle, if the saver keeps one (spare.py).
+                    kept = self._spare.take()
+                    if kept is None:
+                        conn, since = await pool.getconn(timeout=self._pool_wait(attempts)), time.monotonic()
+                    else:
+                        conn, since = kept
+                    done = False
                     try:
                         fetched = await self._attempt(conn, query, confirm)
+                        done = True
                     finally:
-                        await _give_back(pool, conn)
+                        if not (done and self._spare.keep(conn, since, pool)):
+                            await _give_back(pool, conn)
                 break
             except Exception as exc:
                 if pool is None and self.conn.closed:
@@ -289,6 +303,9 @@ class AsyncDurablePostgresSaver(SaverCore):
                 delay = attempts.next_delay(exc)
                 confirm = confirm or isinstance(exc, wire.CommitNotConfirmed)
                 if pool is not None and is_server_lost(exc):
+                    spare = self._spare.release()
+                    if spare is not None:  # it may be on the lost or demoted server too
+                        await _give_back(pool, spare)
                     if isinstance(exc, errors.ReadOnlySqlTransaction):
                         await drain(pool)  # every idle connection may be on the demoted server
                     else:

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 import logging
+import time
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
@@ -38,6 +38,7 @@ from .core.keys import parse_config
 from .core.safe_serde import AllowedType
 from .errors import DatabaseUnavailableError, named, shown
 from .pools import FailoverPool, drain, with_connection_defaults
+from .spare import Spare
 from .inflight import WritesInFlight, in_flight_key
 from .memory import DEFAULT_ITEM_CACHE_BYTES
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
@@ -114,6 +115,7 @@ class DurablePostgresSaver(SaverCore):
             fencing_wait=fencing_wait,
         )
         self._writes_in_flight = WritesInFlight()
+        self._spare = Spare()  # off: from_conn_string turns it on for the pool it builds
         self.conn = conn
         self.is_pool = isinstance(conn, ConnectionPool)
         # A single connection runs one statement at a time; a pool needs no lock.
@@ -195,10 +197,14 @@ class DurablePostgresSaver(SaverCore):
                 fencing_window=fencing_window,
                 fencing_wait=fencing_wait,
             )
+            saver._spare = Spare.for_own_pool(max_size)
             savers.append(saver)
             pool.open(wait=True, timeout=timeout)
             yield saver
         finally:
+            spare = savers[0]._spare.release() if savers else None
+            if spare is not None:
+                pool.putconn(spare)
             pool.close()
 
     # -- I/O ------------------------------------------------------------------------
@@ -242,11 +248,19 @@ class DurablePostgresSaver(SaverCore):
                     # connection idle (in autocommit, or after its own transaction), so the
                     # commit that connection() makes on the way out has nothing to do (a
                     # tenth of a step's instructions with the pool's other bookkeeping).
-                    conn = pool.getconn(timeout=self._pool_wait(attempts))
+                    # The connection the last call left idle, if the saver keeps one (spare.py).
+                    kept = self._spare.take()
+                    if kept is None:
+                        conn, since = pool.getconn(timeout=self._pool_wait(attempts)), time.monotonic()
+                    else:
+                        conn, since = kept
+                    done = False
                     try:
                         fetched = self._attempt(conn, query, confirm)
+                        done = True
                     finally:
-                        _give_back(pool, conn)
+                        if not (done and self._spare.keep(conn, since, pool)):
+                            _give_back(pool, conn)
                 break
             except Exception as exc:
                 if pool is None and self.conn.closed:
@@ -257,6 +271,9 @@ class DurablePostgresSaver(SaverCore):
                 delay = attempts.next_delay(exc)
                 confirm = confirm or isinstance(exc, wire.CommitNotConfirmed)
                 if pool is not None and is_server_lost(exc):
+                    spare = self._spare.release()
+                    if spare is not None:  # it may be on the lost or demoted server too
+                        _give_back(pool, spare)
                     if isinstance(exc, errors.ReadOnlySqlTransaction):
                         drain(pool)  # every idle connection may be on the demoted server
                     else:

@@ -327,7 +327,9 @@ def test_a_server_turned_read_only_is_retried_and_left_once_writable(pg_server: 
         saver.setup()
         first = first_put(saver, "t", {"a": 1})
         read_only(True)
-        saver.conn.drain()  # its connections now start read-only, as on a demoted server
+        with psycopg.connect(dsn, autocommit=True) as admin:  # as on a demoted server: every session
+            # ends (the pool's, and the one the saver keeps between calls), and new ones start read-only
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (name,))
         saver.retry = RetryPolicy(reconnect_deadline=1.0, initial_backoff=0.05, max_backoff=0.2)
         version = saver.get_next_version(None, None)
         with pytest.raises(DatabaseUnavailableError, match="read-only"):

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from langgraph_pg_durable.pools import CONNECTION_DEFAULTS, RECONNECT_EVERY, _SteadyAttempt, with_connection_defaults
+from langgraph_pg_durable.pools import (
+    CONNECTION_DEFAULTS,
+    RECONNECT_EVERY,
+    AsyncFailoverPool,
+    FailoverPool,
+    _SteadyAttempt,
+    with_connection_defaults,
+)
 
 
 @pytest.mark.parametrize(
@@ -36,3 +43,12 @@ def test_reconnection_attempts_stop_doubling() -> None:
         delays.append(attempt.delay)
     assert delays[0] < 0.3 and all(d <= RECONNECT_EVERY for d in delays) and delays[3:] == [RECONNECT_EVERY] * 9
     assert not attempt.time_to_give_up(100.0) and attempt.time_to_give_up(300.0)
+
+
+@pytest.mark.parametrize("kind", [FailoverPool, AsyncFailoverPool])
+def test_the_pools_count_their_waiting_callers_as_their_stats_do(kind: type) -> None:
+    pool = kind("host=unused", open=False)
+    queue = pool._waiting  # psycopg_pool's queue, which `waiting()` reads without copying the stats
+    assert pool.waiting() == pool.get_stats()["requests_waiting"] == 0
+    queue.append(object())
+    assert pool.waiting() == pool.get_stats()["requests_waiting"] == 1
