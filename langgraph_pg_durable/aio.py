@@ -59,7 +59,7 @@ from .memory import DEFAULT_ITEM_CACHE_BYTES
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
 from .objects_async import AsyncObjectStorage
 from .ops import GC_BATCH, SaverCore
-from .retry import Attempts, RetryPolicy, is_server_lost
+from .retry import Attempts, RetryPolicy, is_server_lost, time_left
 from .sql import distribute as distribute_sql
 from .sql import doctor as doctor_sql
 from .sql import durability as durability_sql
@@ -267,7 +267,8 @@ class AsyncDurablePostgresSaver(SaverCore):
     async def _execute(self, query: Query[T]) -> T:
         """Send the statement (one round trip; with objects to store, see _send_with_uploads),
         transient errors retried, then fetch and verify the objects its rows reference."""
-        attempts = Attempts(self.retry, query.operation)
+        started = time.monotonic()
+        attempts: Attempts | None = None  # made at the first failure: most calls succeed at once
         confirm = False  # after a commit the server did not confirm as replicated
         pool = self.conn if isinstance(self.conn, AsyncConnectionPool) else None
         while True:
@@ -283,7 +284,7 @@ class AsyncDurablePostgresSaver(SaverCore):
                     # The connection the last call left idle, if the saver keeps one (spare.py).
                     kept = self._spare.take()
                     if kept is None:
-                        conn, since = await pool.getconn(timeout=self._pool_wait(attempts)), time.monotonic()
+                        conn, since = await pool.getconn(timeout=self._pool_wait(started)), time.monotonic()
                     else:
                         conn, since = kept
                     done = False
@@ -300,6 +301,7 @@ class AsyncDurablePostgresSaver(SaverCore):
                         f"{named(query.operation)} failed: the saver's connection is closed "
                         f"({type(exc).__name__}: {exc}); give the saver a pool to survive reconnects"
                     ) from exc
+                attempts = attempts or Attempts(self.retry, query.operation, started=started)
                 delay = attempts.next_delay(exc)
                 confirm = confirm or isinstance(exc, wire.CommitNotConfirmed)
                 if pool is not None and is_server_lost(exc):
@@ -311,6 +313,8 @@ class AsyncDurablePostgresSaver(SaverCore):
                     else:
                         await pool.check()  # drop the other dead connections
                 await asyncio.sleep(delay)
+        if query.references is None:  # a write, most reads: no object to fetch
+            return query.decode(fetched)
         wanted = self._wanted_objects(query, fetched)
         payloads = await self.objects.fetch_all(wanted) if wanted else {}  # type: ignore[union-attr]
         return query.decode(self._attach_objects(query, fetched, payloads))
@@ -321,12 +325,12 @@ class AsyncDurablePostgresSaver(SaverCore):
             return await self._send_with_uploads(conn, query, confirm=confirm)
         return await self._send(conn, query, confirm=confirm)
 
-    def _pool_wait(self, attempts: Attempts) -> float | None:
+    def _pool_wait(self, started: float) -> float | None:
         """How long an attempt may wait for a pooled connection: the pool's own timeout, cut
-        to what is left of the call's deadline."""
+        to what is left of the deadline of the call started at `started`."""
         if not isinstance(self.conn, AsyncConnectionPool):
             return None
-        return max(0.1, min(self.conn.timeout, attempts.remaining()))
+        return max(0.1, min(self.conn.timeout, time_left(self.retry, started)))
 
     def _confirming(self, confirm: bool) -> list[tuple[str, Mapping[str, Any]]]:
         """A statement that gives the transaction an id when `confirm`: its commit then waits

@@ -90,13 +90,19 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, psycopg.Error) and exc.sqlstate in TRANSIENT_SQLSTATES
 
 
+def time_left(policy: RetryPolicy, started: float) -> float:
+    """Seconds left of a call started at `started` (`time.monotonic()`) before the longer of
+    `policy`'s two deadlines."""
+    return max(0.0, max(policy.deadline, policy.reconnect_deadline) - (time.monotonic() - started))
+
+
 class Attempts:
     """Sans-I/O bookkeeping of one call's attempts; the shells sleep and re-send."""
 
-    def __init__(self, policy: RetryPolicy, operation: Where) -> None:
+    def __init__(self, policy: RetryPolicy, operation: Where, *, started: float | None = None) -> None:
         self.policy = policy
         self.operation = operation
-        self.started = time.monotonic()
+        self.started = time.monotonic() if started is None else started  # the call's start, `time.monotonic()`
         self.count = 0
         # Made at the first failure: most calls succeed at once.
         self._delays: Iterator[float] | None = None
@@ -104,7 +110,7 @@ class Attempts:
 
     def remaining(self) -> float:
         """Seconds left before the longer of the two deadlines: what a wait for a connection may take."""
-        return max(0.0, max(self.policy.deadline, self.policy.reconnect_deadline) - (time.monotonic() - self.started))
+        return time_left(self.policy, self.started)
 
     def next_delay(self, exc: BaseException) -> float:
         """The pause before the next attempt, or raises when `exc` should reach the caller."""
