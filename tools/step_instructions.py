@@ -18,6 +18,14 @@ work (the socket I/O, about the same for both savers) and LangGraph's own.
   own code, the part a saver cannot do without).
 Each is a measurement: the saver is not safe to run that way.
 
+`--lean` (ours, `--style delta`) replays the calls through a bare write path instead of the
+saver's: the same statements (the writer lock, then the put and the packed put_writes with
+the action row), the saver's codec with its read-back type check, its metadata, the action
+row by `actions.describe`; none of the saver's bookkeeping (what it remembers of lists,
+checkpoints, messages and runs; plans, retries, the pool). What a design of ours with every
+part on could cost: the bar for the bookkeeping, not a saver (it keeps no step, run or
+fencing token of its own, and nothing it writes is read back here).
+
 Needs valgrind (`apt-get install valgrind`); the replay runs ~50 times slower under it.
 """
 
@@ -81,6 +89,96 @@ def _take_away(saver: Any, kind: str, without: set[str]) -> None:
         safe_serde.refused_names = lambda data, policy: []  # type: ignore[assignment]
 
 
+def _lean(saver: Any) -> dict[str, Any]:
+    """The bare put and put_writes of `--lean` (see the module), on one connection of the saver's pool."""
+    import ormsgpack
+
+    from langgraph_pg_durable import wire
+    from langgraph_pg_durable.core import actions
+    from langgraph_pg_durable.core.arrays import ByteaArray, TextArray
+    from langgraph_pg_durable.core.codec import dump_json
+    from langgraph_pg_durable.core.encode import PACKED_WRITES_TYPE
+    from langgraph_pg_durable.core.metadata import dump_metadata, merge_metadata
+    from langgraph_pg_durable.core.runs import new_run_id
+    from langgraph_pg_durable.sql.schema import thread_lock_keys
+
+    conn = saver.conn.getconn()
+    statements, codec, run_id = saver.sql, saver.codec, new_run_id()
+
+    def flight(thread_id: str, sql: str, params: dict[str, Any]) -> None:
+        lock = (statements.lock_thread, {"lock_key": thread_lock_keys(saver.schema, [thread_id])[0]})
+        conn.wait(wire.exchange(conn, [lock, (sql, params)]))
+
+    def put(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        c = config["configurable"]
+        thread_id, ns, parent = c["thread_id"], c.get("checkpoint_ns", ""), c.get("checkpoint_id")
+        values = checkpoint["channel_values"]
+        changed = [(ch, v, *codec.dump(values[ch], channel=ch, where="put")) for ch, v in new_versions.items() if ch in values]
+        merged = merge_metadata(config, metadata)
+        metadata_json, exact = dump_metadata(codec, merged)
+        held = [(ch, checkpoint["channel_versions"][ch]) for ch in values]
+        flight(
+            thread_id,
+            statements.put[(True, False, bool(changed))],
+            {
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": checkpoint["id"],
+                "parent_checkpoint_id": parent,
+                "run_id": run_id,
+                "step": merged.get("step"),
+                "source": merged.get("source"),
+                "checkpoint": dump_json({k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}),
+                "value_channels": TextArray(ch for ch, _ in held),
+                "value_versions": TextArray(v for _, v in held),
+                "metadata": metadata_json,
+                "metadata_exact": exact,
+                "check_parent": parent,
+                "fence": None,
+                "base_channels": TextArray(()),
+                "base_versions": TextArray(()),
+                "channels": TextArray(row[0] for row in changed),
+                "versions": TextArray(row[1] for row in changed),
+                "types": TextArray(row[2] for row in changed),
+                "values": ByteaArray(row[3] for row in changed),
+            },
+        )
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def put_writes(config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        c = config["configurable"]
+        thread_id, ns, checkpoint_id = c["thread_id"], c.get("checkpoint_ns", ""), c["checkpoint_id"]
+        rows = [[i, ch, *codec.dump(v, channel=ch, where="put_writes")] for i, (ch, v) in enumerate(writes)]
+        action = actions.describe(writes, checkpoint_ns=ns, task_id=task_id, task_path=task_path)
+        flight(
+            thread_id,
+            statements.put_packed_writes[(False, True, False)],
+            {
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": checkpoint_id,
+                "task_id": task_id,
+                "task_path": task_path,
+                "packed_type": PACKED_WRITES_TYPE,
+                "check_checkpoint": checkpoint_id,
+                "packed_idx": rows[-1][0],
+                "packed_channel": rows[0][1],
+                "packed_value": ormsgpack.packb(rows),
+                "packed_item_version": None,
+                "run_id": run_id,
+                "action_step": None,
+                "action_idx": action.idx,
+                "agent": action.agent,
+                "action_type": action.action_type,
+                "payload": action.payload,
+                "run_status": None,
+                "fence": None,
+            },
+        )
+
+    return {"put": put, "put_writes": put_writes}
+
+
 def child(args: argparse.Namespace) -> None:
     """Record the workload's calls, take the parts away, replay the calls once uncounted, then
     `rounds` times between two handshakes."""
@@ -116,6 +214,8 @@ def child(args: argparse.Namespace) -> None:
                 for name in original:
                     setattr(saver, name, original[name])
                 _take_away(saver, args.saver, without)
+                if args.lean:
+                    original.update(_lean(saver))
 
                 def replay() -> None:
                     thread_id = f"replay-{uuid.uuid4().hex[:8]}"
@@ -151,6 +251,7 @@ def measure(args: argparse.Namespace) -> int:
             f"--steps={args.steps}",
             f"--rounds={args.rounds}",
             f"--without={args.without}",
+            *(["--lean"] if args.lean else []),
         ]
         log = directory / "child.log"
         with open(log, "w") as sink:
@@ -178,17 +279,21 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--without", default="", help="comma-separated parts to take away (see above)")
+    parser.add_argument("--lean", action="store_true", help="ours through a bare write path (see above)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--handshake", help=argparse.SUPPRESS)
     args = parser.parse_args()
     unknown = set(filter(None, args.without.split(","))) - set(PARTS[args.saver])
     if unknown:
         parser.error(f"--without {sorted(unknown)[0]!r}: the {args.saver} saver's parts are {', '.join(PARTS[args.saver])}")
+    if args.lean and (args.saver != "ours" or args.style != "delta" or args.without):
+        parser.error("--lean measures ours, --style delta, with every part on")
     if args.child:
         child(args)
         return 0
     per_step = measure(args)
     label = f"{args.saver}, {args.style}, {args.workload}" + (f", without {args.without}" if args.without else "")
+    label += ", lean write path" if args.lean else ""
     print(f"{label}: {per_step:,} instructions a step ({args.steps} steps x {args.rounds} rounds)")
     return 0
 
