@@ -108,10 +108,6 @@ class Attempts:
         self._delays: Iterator[float] | None = None
         self._reconnects: Iterator[float] | None = None
 
-    def remaining(self) -> float:
-        """Seconds left before the longer of the two deadlines: what a wait for a connection may take."""
-        return time_left(self.policy, self.started)
-
     def next_delay(self, exc: BaseException) -> float:
         """The pause before the next attempt, or raises when `exc` should reach the caller."""
         self.count += 1
