@@ -366,55 +366,40 @@ class RunRegistry:
     take its thread again, and write its row again)."""
 
     def __init__(self, max_runs: int = 16384) -> None:
-        self._runs: OrderedDict[int, _Run] = OrderedDict()
+        self._runs: OrderedDict[int, RunEntry] = OrderedDict()
         self._max_runs = max_runs
         self._lock = threading.Lock()
 
-    def _entry(self, invocation: object, new: Callable[[], str]) -> _Run:
+    def entry(self, invocation: object, new: Callable[[], str]) -> RunEntry:
+        """The invocation's entry; `new()` names its run the first time it is seen. A call
+        looks it up once and reads its run id, token and rows from it (see `RunEntry`)."""
         key = id(invocation)
-        entry = self._runs.get(key)
-        if entry is not None and entry.invocation is invocation:
-            self._runs.move_to_end(key)
+        with self._lock:
+            entry = self._runs.get(key)
+            if entry is not None and entry.invocation is invocation:
+                self._runs.move_to_end(key)
+                return entry
+            entry = RunEntry(invocation, new(), new_writer(), set(), {})
+            self._runs[key] = entry
+            while len(self._runs) > self._max_runs:
+                self._runs.popitem(last=False)
             return entry
-        entry = _Run(invocation, new(), new_writer(), set(), {})
-        self._runs[key] = entry
-        while len(self._runs) > self._max_runs:
-            self._runs.popitem(last=False)
-        return entry
 
     def run_id(self, invocation: object, new: Callable[[], str]) -> str:
         """The invocation's run id; `new()` names it the first time it is seen."""
-        with self._lock:
-            return self._entry(invocation, new).run_id
+        return self.entry(invocation, new).run_id
 
-    def writer(self, invocation: object, thread_id: str, new: Callable[[], str]) -> tuple[str, bool]:
-        """The invocation's token, and whether it has taken `thread_id` yet (`new()` names
-        the invocation's run the first time it is seen)."""
-        with self._lock:
-            entry = self._entry(invocation, new)
-            return entry.writer, thread_id in entry.taken
-
-    def took(self, invocation: object, thread_id: str) -> None:
+    def took(self, entry: RunEntry, thread_id: str) -> None:
         """The invocation's take of `thread_id` committed: its writes no longer take it."""
         with self._lock:
-            entry = self._runs.get(id(invocation))
-            if entry is not None and entry.invocation is invocation:
-                entry.taken.add(thread_id)
+            entry.taken.add(thread_id)
 
-    def row(self, invocation: object, thread_id: str) -> RunRow | None:
-        """The invocation's run_log row on `thread_id` as this saver last wrote it (None: not yet)."""
-        with self._lock:
-            entry = self._runs.get(id(invocation))
-            return entry.rows.get(thread_id) if entry is not None and entry.invocation is invocation else None
-
-    def wrote_row(self, invocation: object, thread_id: str, *, status: str | None = None, agent: str | None = None) -> None:
+    def wrote_row(self, entry: RunEntry, thread_id: str, *, status: str | None = None, agent: str | None = None) -> None:
         """A write of the invocation's run_log row on `thread_id` committed: it holds
-        `status` (None: whatever it held) and `agent` among its agents."""
+        `status` (None: whatever it held) and `agent` among its agents (under the lock:
+        parallel tasks of one invocation write their rows from several threads)."""
         with self._lock:
-            entry = self._runs.get(id(invocation))
-            if entry is None or entry.invocation is not invocation:
-                return
-            known = entry.rows.get(thread_id, RunRow(None, frozenset()))
+            known = entry.rows.get(thread_id, _NO_ROW)
             entry.rows[thread_id] = RunRow(status or known.status, known.agents | {agent} if agent is not None else known.agents)
 
 
@@ -425,12 +410,20 @@ class RunRow(NamedTuple):
     agents: frozenset[str]
 
 
-class _Run(NamedTuple):
+_NO_ROW = RunRow(None, frozenset())
+
+
+class RunEntry(NamedTuple):
+    """One invocation's run: its id, its fencing token, the threads it took, and its rows
+    in run_log by thread_id as this saver last wrote them. Read without the registry's lock
+    (a lookup in a set or a dict is atomic); changed through the registry, under it. An
+    entry evicted while a call holds it is still right for that call."""
+
     invocation: object
     run_id: str
     writer: str
     taken: set[str]
-    rows: dict[str, RunRow]  # by thread_id
+    rows: dict[str, RunRow]
 
 
 class CheckpointNotes:

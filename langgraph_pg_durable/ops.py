@@ -74,6 +74,7 @@ from .memory import (
     MessageMemory,
     RecentDigests,
     RecordedEffects,
+    RunEntry,
     RunRegistry,
 )
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW, gc_cutoff, open_store
@@ -270,29 +271,35 @@ class SaverCore(BaseCheckpointSaver[str]):
 
     # -- runs ---------------------------------------------------------------------------
 
-    def _run_of(self, config: RunnableConfig) -> str | None:
+    def _run_entry(self, config: RunnableConfig) -> RunEntry | None:
+        """The entry of the graph invocation a call comes from (named the first time it is
+        seen), or None for a call outside one. A write looks it up once and hands it on."""
+        invocation = invocation_of(config)
+        if invocation is None:
+            return None
+        return self.runs.entry(invocation, lambda: caller_run_id(config) or new_run_id())
+
+    def _run_of(self, config: RunnableConfig, entry: RunEntry | None = None) -> str | None:
         """The run a call belongs to: the caller's metadata `run_id`, else the id of the graph
-        invocation the call comes from (named the first time it is seen), else None."""
+        invocation the call comes from (`entry`, looked up when not given), else None."""
         metadata = unchained(config.get("metadata"))
         given = metadata.get("run_id") if isinstance(metadata, (dict, Mapping)) else None
         if given is not None:
             return id_text(given, "metadata['run_id']")
-        invocation = invocation_of(config)
-        if invocation is None:
-            return None
-        return self.runs.run_id(invocation, lambda: caller_run_id(config) or new_run_id())
+        entry = entry or self._run_entry(config)
+        return entry.run_id if entry is not None else None
 
-    def _fence_for(self, config: RunnableConfig, thread_id: str, run_id: str | None) -> Fence | None:
+    def _fence_for(self, config: RunnableConfig, thread_id: str, run_id: str | None, entry: RunEntry | None = None) -> Fence | None:
         """What a write of `thread_id` carries (core/fencing.py); None under `allow`, and for
-        an import's puts. A call outside any invocation is a writer of its own."""
+        an import's puts. A call outside any invocation is a writer of its own. `entry`:
+        the invocation's (`_run_entry`), looked up when not given."""
         policy = policy_of(config, self.fencing)
         if policy == "allow" or self.importing:
             return None
-        invocation = invocation_of(config)
-        if invocation is None:
+        entry = entry or self._run_entry(config)
+        if entry is None:
             return Fence(policy, new_writer(), run_id or new_run_id(), taking=True)
-        writer, taken = self.runs.writer(invocation, thread_id, lambda: caller_run_id(config) or new_run_id())
-        return Fence(policy, writer, run_id or self._run_of(config) or "", taking=not taken)
+        return Fence(policy, entry.writer, run_id or self._run_of(config, entry) or "", taking=thread_id not in entry.taken)
 
     def _fenced_query(self, query: Query[T], fence: Fence | None) -> Query[T]:
         """`query` carrying the run's token, and, while the run has not taken the thread,
@@ -307,7 +314,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         take = self.sql.take_over if fence.policy == "takeover" else self.sql.take_if_free
         return take, fence.take_params(thread_id, self.fencing_window)
 
-    def _fenced(self, query: Query[T], config: RunnableConfig, fence: Fence | None, failed: Callable[[T], bool]) -> Plan[T]:
+    def _fenced(self, query: Query[T], entry: RunEntry | None, fence: Fence | None, failed: Callable[[T], bool]) -> Plan[T]:
         """Send a write under `fence`. When it stored nothing, the thread's holder says why:
         this run (then the result stands: something else was missing), or another run: a
         ThreadTakenError, or a ThreadBusyError for a take at the write refused (a run that
@@ -322,32 +329,33 @@ class SaverCore(BaseCheckpointSaver[str]):
             error = refusal(named(query.operation), thread_id, fence, holder)
             if error is not None:
                 raise error
-        self._took(config, thread_id, fence)
+        self._took(entry, thread_id, fence)
         return result
 
     def _get_tuple_plan(self, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
         """get_tuple; a run's first read of a thread also takes the thread (see `_reading_fence`)."""
         query = self._get_tuple_query(config)
         thread_id = query.params["thread_id"]
-        fence = self._reading_fence(config, thread_id)
+        entry = self._run_entry(config)
+        fence = self._reading_fence(config, thread_id, entry)
         if fence is not None and fence.policy == "takeover":
             query = dataclasses.replace(query, before=[self._take(fence, thread_id)], locks=self._locks([thread_id]))
         elif fence is not None:
             yield from self._take_plan(fence, thread_id)
         found: CheckpointTuple | None = yield query
-        self._took(config, thread_id, fence)
+        self._took(entry, thread_id, fence)
         return found
 
-    def _reading_fence(self, config: RunnableConfig, thread_id: str) -> Fence | None:
+    def _reading_fence(self, config: RunnableConfig, thread_id: str, entry: RunEntry | None) -> Fence | None:
         """The run's fence when this read is its first of the thread: a run takes the thread
         before it reads the state it will write on top of (under the thread's writer lock,
         so the read sees every write of the run it took it from, whose later writes are
         refused). Taken at the first write instead, a run would write on a state read
         before, and fork the history, whenever the old run wrote in between. None for a
         read outside a run, a run that took the thread already, and `allow`."""
-        if invocation_of(config) is None:
+        if entry is None:
             return None
-        fence = self._fence_for(config, thread_id, None)
+        fence = self._fence_for(config, thread_id, None, entry)
         return fence if fence is not None and fence.taking else None
 
     def _take_plan(self, fence: Fence, thread_id: str) -> Plan[None]:
@@ -376,11 +384,10 @@ class SaverCore(BaseCheckpointSaver[str]):
             yield Pause(pause)
             waited += pause
 
-    def _took(self, config: RunnableConfig, thread_id: str, fence: Fence | None) -> None:
+    def _took(self, entry: RunEntry | None, thread_id: str, fence: Fence | None) -> None:
         """A read or write that took the thread committed: the run's next calls need not take it."""
-        invocation = invocation_of(config) if fence is not None and fence.taking else None
-        if invocation is not None:
-            self.runs.took(invocation, thread_id)
+        if entry is not None and fence is not None and fence.taking:
+            self.runs.took(entry, thread_id)
 
     def _holder_query(self, thread_id: str) -> Query[Holder | None]:
         return Query(
@@ -413,7 +420,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         return []
 
     def _task_log(
-        self, config: RunnableConfig, key: CheckpointKey, writes: Sequence[tuple[str, Any]], task_path: str
+        self, config: RunnableConfig, key: CheckpointKey, writes: Sequence[tuple[str, Any]], task_path: str, entry: RunEntry | None
     ) -> encode.TaskLog | None:
         """What the action row of a put_writes to `config`'s checkpoint (`key`) needs (None:
         log off), the messages of `writes` taken as known from then on."""
@@ -432,7 +439,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         prior = self.messages.prior(*at, written, parents, handed=handed) if written else None
         self.messages.wrote(*at, written)
         label = agent_label(config.get("metadata")) if key.checkpoint_ns else None
-        return encode.TaskLog(self._run_of(config), step, note[1] if note is not None else None, prior, label)
+        return encode.TaskLog(self._run_of(config, entry), step, note[1] if note is not None else None, prior, label)
 
     # -- Query builders ---------------------------------------------------------------
 
@@ -448,6 +455,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         use_offers: bool = True,
         run_id: str | None = None,
         log_run: bool = True,
+        entry: RunEntry | None = None,
     ) -> Query[RunnableConfig | None]:
         """The put; its decode gives None when a value it holds without writing, a list
         version it extends, or the items of a pending write it uses, are not there.
@@ -479,7 +487,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         root = params["run_step"] is not None
         # The run's row is left out when this saver wrote it with the status this put sets (a
         # root checkpoint's) already: its last step and time are its newest checkpoint's.
-        log_run = self.action_log and log_run and self._run_row_changes(config, thread_id, params["run_status"] if root else None)
+        log_run = self.action_log and log_run and self._run_row_changes(entry, thread_id, params["run_status"] if root else None)
 
         def stored(fetched: Sequence[Any]) -> RunnableConfig | None:
             if not fetched:
@@ -490,7 +498,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             self.memory.holds(thread_id, ns, checkpoint_id, checkpoint["channel_versions"])
             self.items.add_groups(thread_id, ns, groups)
             if log_run:
-                self._wrote_run_row(config, thread_id, status=params["run_status"] if root else None)
+                self._wrote_run_row(entry, thread_id, status=params["run_status"] if root else None)
             return next_config
 
         plain = not states and not uploads  # no delta-layout list, nothing offloaded
@@ -498,20 +506,19 @@ class SaverCore(BaseCheckpointSaver[str]):
         values = not plain or bool(params["channels"])
         return Query(where, writes.put[(plain, log_run, values)], params, decode, uploads, locks=self._locks([thread_id]))
 
-    def _run_row_changes(self, config: RunnableConfig, thread_id: str, status: str | None, agent: str | None = None) -> bool:
+    @staticmethod
+    def _run_row_changes(entry: RunEntry | None, thread_id: str, status: str | None, agent: str | None = None) -> bool:
         """Whether a write would change the run's row in run_log on `thread_id` as this saver
         last wrote it: a row it has not written, another `status`, an agent not among its
-        agents. A call outside an invocation (an import) always writes it."""
-        invocation = invocation_of(config)
-        row = self.runs.row(invocation, thread_id) if invocation is not None else None
+        agents. A call outside an invocation (`entry` None: an import) always writes it."""
+        row = entry.rows.get(thread_id) if entry is not None else None
         if row is None:
             return True
         return (status is not None and status != row.status) or (agent is not None and agent not in row.agents)
 
-    def _wrote_run_row(self, config: RunnableConfig, thread_id: str, *, status: str | None = None, agent: str | None = None) -> None:
-        invocation = invocation_of(config)
-        if invocation is not None:
-            self.runs.wrote_row(invocation, thread_id, status=status, agent=agent)
+    def _wrote_run_row(self, entry: RunEntry | None, thread_id: str, *, status: str | None = None, agent: str | None = None) -> None:
+        if entry is not None:
+            self.runs.wrote_row(entry, thread_id, status=status, agent=agent)
 
     def _write_path(self, decode: Callable[[Sequence[Any]], T]) -> tuple[Statements | RoutedWrites, Callable[[Sequence[Any]], T]]:
         """The write statements and `decode`, or, with routed writes, the calls of the write
@@ -562,6 +569,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         re-run, a retry) sends writes that could share a row."""
         if not writes:
             return
+        entry = self._run_entry(config)
         built = encode.put_writes_params(
             self.codec,
             config,
@@ -571,7 +579,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             self.placement,
             self.lists,
             self.memory,
-            self._task_log(config, key, writes, task_path),
+            self._task_log(config, key, writes, task_path, entry),
             key=key,
         )
         params = built.params
@@ -589,31 +597,31 @@ class SaverCore(BaseCheckpointSaver[str]):
         run = (
             log
             and params["run_id"] is not None
-            and (params["run_status"] is not None or self._run_row_changes(config, thread_id, None, params["agent"]))
+            and (params["run_status"] is not None or self._run_row_changes(entry, thread_id, None, params["agent"]))
         )
 
         def stored(fetched: Sequence[Any]) -> bool:
             self.items.add_groups(thread_id, ns, groups)
             if fetched and run:  # a status it set may not stand (a later step's wins): a root put sends its own
-                self._wrote_run_row(config, thread_id, status=params["run_status"], agent=params["agent"])
+                self._wrote_run_row(entry, thread_id, status=params["run_status"], agent=params["agent"])
             return bool(fetched)
 
         yield from self._routing_after_citus(where)
         s, decode = self._write_path(stored)
-        fence = self._fence_for(config, thread_id, params.get("run_id"))
+        fence = self._fence_for(config, thread_id, params.get("run_id"), entry)
         wrote = False
         if built.packed is not None:
             sql = s.put_packed_writes[(built.has_items, log, run)]
             wrote = yield self._fenced_query(Query(where, sql, built.packed, decode, built.uploads, locks=self._locks([thread_id])), fence)
             if wrote:
-                self._took(config, thread_id, fence)
+                self._took(entry, thread_id, fence)
         if not wrote:
             if built.has_items:
                 sql = s.put_writes_items[(log, run)]
             else:
                 sql = s.put_writes[(built.replace, bool(built.uploads), log, run)]
             query = self._fenced_query(Query(where, sql, built.rows(), decode, built.uploads, locks=self._locks([thread_id])), fence)
-            wrote = yield from self._fenced(query, config, fence, lambda wrote: not wrote)
+            wrote = yield from self._fenced(query, entry, fence, lambda wrote: not wrote)
             seen = params["check_checkpoint"]
             if not wrote and seen is not None:  # every write stored already, or the checkpoint gone
                 yield from self._refuse_if_gone(named(where), thread_id, ns, "its checkpoint", seen)
@@ -1054,7 +1062,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         Outside a graph invocation, the checkpoint is a run of its own (an update_state),
         unless `importing`: then it has none, and backfill_actions assigns the runs.
         `waiting_sends`: action rows of its Send tasks stored before it, named after it."""
-        invocation_run = self._run_of(config)
+        entry = self._run_entry(config)
+        invocation_run = self._run_of(config, entry)
         run_id = invocation_run or (None if self.importing else new_run_id())
         # An update_state (a put outside any invocation) is not a run of its own in run_log:
         # its checkpoint keeps a run id of its own (delete_for_runs can name it), its row is
@@ -1062,10 +1071,12 @@ class SaverCore(BaseCheckpointSaver[str]):
         log_run = invocation_run is not None or self.importing
         checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, (dict, Mapping)) else None
         yield from self._routing_after_citus(functools.partial(_put_named, checkpoint_id, key.thread_id))
-        fence = self._fence_for(config, key.thread_id, run_id)
-        put = functools.partial(self._put_query, config, key, checkpoint, metadata, new_versions, run_id=run_id, log_run=log_run)
+        fence = self._fence_for(config, key.thread_id, run_id, entry)
+        put = functools.partial(
+            self._put_query, config, key, checkpoint, metadata, new_versions, run_id=run_id, log_run=log_run, entry=entry
+        )
         query = self._fenced_query(put(use_offers=parent_writes_done), fence)
-        stored = yield from self._fenced(query, config, fence, lambda stored: stored is None)
+        stored = yield from self._fenced(query, entry, fence, lambda stored: stored is None)
         fence = fence.taken() if fence is not None else None  # the run holds the thread now
         parent = query.params["check_parent"]
         if stored is None and parent is not None:
@@ -1073,10 +1084,10 @@ class SaverCore(BaseCheckpointSaver[str]):
         if stored is None and query.params["base_item_channels"]:
             # The items of a pending write it used were not committed yet: store them.
             query = put(use_offers=False)
-            stored = yield from self._fenced(self._fenced_query(query, fence), config, fence, lambda stored: stored is None)
+            stored = yield from self._fenced(self._fenced_query(query, fence), entry, fence, lambda stored: stored is None)
         if stored is None:  # a value it relied on was pruned or deleted meanwhile: write it whole
             query = put(use_memory=False)
-            stored = yield from self._fenced(self._fenced_query(query, fence), config, fence, lambda stored: stored is None)
+            stored = yield from self._fenced(self._fenced_query(query, fence), entry, fence, lambda stored: stored is None)
         assert stored is not None
         if waiting_sends:
             yield from self._name_sends(key.thread_id, key.checkpoint_ns, checkpoint["id"], waiting_sends, send_nodes(checkpoint))
