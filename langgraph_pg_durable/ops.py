@@ -479,7 +479,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             key=key,
         )
         params, next_config, uploads, states = built.params, built.config, built.uploads, built.states
-        used_offers = bool(params["base_item_channels"])
+        used_offers = bool(params.get("base_item_channels"))
         where = functools.partial(_put_named, params["checkpoint_id"], params["thread_id"])
         thread_id, ns, checkpoint_id = params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"]
         groups = built.item_groups
@@ -501,8 +501,8 @@ class SaverCore(BaseCheckpointSaver[str]):
                 self._wrote_run_row(entry, thread_id, status=params["run_status"] if root else None)
             return next_config
 
-        plain = not states and not uploads  # no delta-layout list, nothing offloaded
         writes, decode = self._write_path(stored)
+        plain = built.plain
         values = not plain or bool(params["channels"])
         return Query(where, writes.put[(plain, log_run, values)], params, decode, uploads, locks=self._locks([thread_id]))
 
@@ -1081,7 +1081,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         parent = query.params["check_parent"]
         if stored is None and parent is not None:
             yield from self._refuse_if_gone(named(query.operation), key.thread_id, key.checkpoint_ns, "its parent checkpoint", parent)
-        if stored is None and query.params["base_item_channels"]:
+        if stored is None and query.params.get("base_item_channels"):
             # The items of a pending write it used were not committed yet: store them.
             query = put(use_offers=False)
             stored = yield from self._fenced(self._fenced_query(query, fence), entry, fence, lambda stored: stored is None)

@@ -58,6 +58,12 @@ class PutParams:
     states: list[tuple[str, ListState]]
     item_groups: dict[tuple[str, str], list_layout.RawItems]
 
+    @property
+    def plain(self) -> bool:
+        """No list in the delta layout, nothing offloaded: `sql.writes.put_plain` stores it,
+        and `params` leaves out the list and object parameters only `put` reads."""
+        return not self.states and not self.uploads
+
 
 # What a value being stored is, for an error message: built only when one is raised (`partial` of these).
 def _checkpoint_named(thread_id: str, checkpoint_id: str) -> str:
@@ -211,7 +217,7 @@ def put_params(
     source = stored_metadata.get("source")
     step_value = step if isinstance(step, int) and not isinstance(step, bool) and -(2**31) <= step < 2**31 else None
     root = key.checkpoint_ns == ""
-    params = {
+    params: dict[str, Any] = {
         "thread_id": key.thread_id,
         "checkpoint_ns": key.checkpoint_ns,
         "checkpoint_id": checkpoint_id,
@@ -231,17 +237,20 @@ def put_params(
         "versions": TextArray(versions),
         "types": TextArray(types),
         "values": ByteaArray(blobs),
-        **_ref_params(refs),
         "check_parent": key.checkpoint_id if parent_versions is not None else None,
         "base_channels": TextArray(c for c, _ in needed),
         "base_versions": TextArray(v for _, v in needed),
-        "base_item_channels": TextArray(c for c, _ in needed_items),
-        "base_item_versions": TextArray(v for _, v in needed_items),
-        "list_chains": TextArray(chains),
-        "item_versions": TextArray(item_versions),
-        **_item_params(items),
     }
-    return PutParams(params, key.config(checkpoint_id), uploads, states, inline_item_groups(items))
+    built = PutParams(params, key.config(checkpoint_id), uploads, states, {})
+    if not built.plain:  # (a plain put has no list items, no item needs, no references)
+        params.update(_ref_params(refs))
+        params["base_item_channels"] = TextArray(c for c, _ in needed_items)
+        params["base_item_versions"] = TextArray(v for _, v in needed_items)
+        params["list_chains"] = TextArray(chains)
+        params["item_versions"] = TextArray(item_versions)
+        params.update(_item_params(items))
+        built.item_groups = inline_item_groups(items)
+    return built
 
 
 def inline_item_groups(items: Sequence[ItemRow]) -> dict[tuple[str, str], list_layout.RawItems]:

@@ -1,0 +1,53 @@
+"""A put's parameters cover every placeholder of the statement it is sent with, and a plain
+put (no list in the delta layout, nothing offloaded) builds none of the list and object
+parameters only `sql.writes.put` reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from langgraph_pg_durable import wire
+from langgraph_pg_durable.core.codec import Codec
+from langgraph_pg_durable.core.encode import put_params
+from langgraph_pg_durable.core.lists import ListPolicy
+from langgraph_pg_durable.core.offload import Placement
+from langgraph_pg_durable.memory import ListMemory
+from langgraph_pg_durable.sql.statements import Statements
+
+STATEMENTS = Statements("lgpd_test")
+LIST_ONLY = {"base_item_channels", "list_chains", "item_channels", "item_values", "object_keys", "item_object_keys"}
+
+
+def _put(values: dict[str, Any], placement: Placement) -> Any:
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = values
+    checkpoint["channel_versions"] = {channel: "00001.0" for channel in values}
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    metadata = {"source": "loop", "step": 1}
+    versions = dict(checkpoint["channel_versions"])
+    return put_params(Codec(JsonPlusSerializer()), config, checkpoint, metadata, versions, placement, ListPolicy(), ListMemory())
+
+
+@pytest.mark.parametrize("log", [True, False])
+def test_a_plain_put_sends_every_name_its_statement_reads_and_no_list_parameter(log: bool) -> None:
+    built = _put({"step": 3, "notes": {"a": "b" * 200}}, Placement(enabled=False))
+    assert built.plain and not built.item_groups
+    names = wire.convert(STATEMENTS.put[(True, log, True)]).names
+    assert set(names) - {"fence"} <= built.params.keys()  # the fence: added by SaverCore._fenced_query
+    assert not LIST_ONLY & built.params.keys()
+
+
+@pytest.mark.parametrize("log", [True, False])
+def test_a_list_or_offloaded_put_sends_every_name_of_the_full_statement(log: bool) -> None:
+    listed = _put({"items": [f"item {i} " * 40 for i in range(40)]}, Placement(enabled=False))
+    offloaded = _put({"blob": "x" * 5000}, Placement(enabled=True, threshold=1024, prefix="p"))
+    for built in (listed, offloaded):
+        assert not built.plain
+        names = wire.convert(STATEMENTS.put[(False, log, True)]).names
+        assert set(names) - {"fence"} <= built.params.keys()  # the fence: added by SaverCore._fenced_query
+    assert listed.states and listed.item_groups  # the list's items, for the item cache
+    assert offloaded.uploads and offloaded.params["object_keys"] == [offloaded.uploads[0].ref.key]
