@@ -126,8 +126,23 @@ def _plain(value: Any, depth: int = 0) -> bool:
     if isinstance(value, dict):  # orjson writes dicts, not every Mapping
         return _plain_dict(value, depth)
     if isinstance(value, (list, tuple)):
-        return all(_plain(v, depth + 1) for v in value)
+        return _plain_items(value, depth)
     return False
+
+
+def _plain_items(value: list[Any] | tuple[Any, ...], depth: int) -> bool:
+    """`_plain` of a list's or tuple's items, the scalars checked here (see `_plain_dict`):
+    DeltaChannel's metadata holds a (count, count) pair per channel at every put."""
+    for item in value:
+        kind = type(item)
+        if kind is int or kind is bool or item is None:
+            continue
+        if kind is str:
+            if "\x00" in item or not (item.isascii() or _encodable(item)):
+                return False
+        elif not _plain(item, depth + 1):
+            return False
+    return True
 
 
 def _plain_text(value: str) -> bool:

@@ -163,7 +163,12 @@ _KEYS = st.text(max_size=4) | st.integers(0, 3) | st.just("\x00k")
 
 
 _METADATA = st.dictionaries(
-    _KEYS, st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3)), max_size=4
+    _KEYS,
+    st.recursive(
+        _SCALARS,
+        lambda inner: st.lists(inner, max_size=3) | st.lists(inner, max_size=3).map(tuple) | st.dictionaries(_KEYS, inner, max_size=3),
+    ),
+    max_size=4,
 )
 
 
