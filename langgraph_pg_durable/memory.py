@@ -90,6 +90,23 @@ class ListMemory:
             version = self._held.get((thread_id, ns, parent_id), {}).get(channel)
             return None if version is None else self._states.get((thread_id, ns, channel, version))
 
+    def bases_of(self, thread_id: str, ns: str, checkpoint_id: str | None, channels: Iterable[str]) -> dict[str, ListState]:
+        """The known states of the list versions the checkpoint holds of `channels`, by
+        channel: what a task's writes to it extend (one look under the lock for them all)."""
+        if checkpoint_id is None:
+            return {}
+        found: dict[str, ListState] = {}
+        with self._lock:
+            held = self._held.get((thread_id, ns, checkpoint_id))
+            if not held:
+                return found
+            for channel in channels:
+                version = held.get(channel)
+                state = self._states.get((thread_id, ns, channel, version)) if version is not None else None
+                if state is not None:
+                    found[channel] = state
+        return found
+
     def versions_of(self, thread_id: str, ns: str, checkpoint_id: str | None) -> Mapping[str, str] | None:
         """The channel versions of a checkpoint stored or read, if known."""
         if checkpoint_id is None:

@@ -562,11 +562,18 @@ class SaverCore(BaseCheckpointSaver[str]):
             self.memory.remember(thread_id, ns, channel, state)
 
     def _put_writes_plan(
-        self, config: RunnableConfig, key: CheckpointKey, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+        self,
+        config: RunnableConfig,
+        key: CheckpointKey,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+        list_bases: Mapping[str, ListState] | None = None,
     ) -> Plan[None]:
         """put_writes to the checkpoint `config` names (`key`, parsed with its checkpoint id):
         one statement, or two when a task that already has writes at the checkpoint (a
-        re-run, a retry) sends writes that could share a row."""
+        re-run, a retry) sends writes that could share a row. `list_bases`: see
+        `_write_bases`, when the shell looked them up."""
         if not writes:
             return
         entry = self._run_entry(config)
@@ -581,6 +588,7 @@ class SaverCore(BaseCheckpointSaver[str]):
             self.memory,
             self._task_log(config, key, writes, task_path, entry),
             key=key,
+            list_bases=list_bases,
         )
         params = built.params
         where = functools.partial(_put_writes_named, task_id, params["thread_id"])
@@ -1034,6 +1042,11 @@ class SaverCore(BaseCheckpointSaver[str]):
         )
 
     # -- plans: the operations of several statements --------------------------------------
+
+    def _write_bases(self, key: CheckpointKey, writes: Sequence[tuple[str, Any]]) -> Mapping[str, ListState]:
+        """The list versions a task's writes extend (`encode.write_bases`): a put_writes with
+        none offers no items, and is not waited for by the next put (see inflight.py)."""
+        return encode.write_bases(self.memory, self.lists, key, writes)
 
     def _may_use_offers(self, checkpoint: Checkpoint, new_versions: ChannelVersions) -> bool:
         """Whether the put of `checkpoint` may take a list's items from its parent's pending

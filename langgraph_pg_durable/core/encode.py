@@ -332,15 +332,19 @@ def put_writes_params(
     log: TaskLog | None = None,
     *,
     key: CheckpointKey | None = None,
+    list_bases: Mapping[str, ListState] | None = None,
 ) -> WritesParams:
     """Parameters of `sql.writes.put_writes` (and of `put_packed_writes` when packable);
     with `log`, of the task's action row too.
 
     A write to a channel whose version in this checkpoint is a list in the delta layout
     (the writer's memory knows it) stores its items in channel_items: the next version's
-    delta uses them rather than storing them again.
+    delta uses them rather than storing them again. `list_bases`: those versions by channel
+    (`write_bases`), when the caller looked them up already.
     """
     key = parse_config(config, need_checkpoint_id=True) if key is None else key
+    if list_bases is None:
+        list_bases = write_bases(bases, lists, key, writes)
     where = functools.partial(task_named, key.thread_id, key.checkpoint_id, task_id)
     idx: list[int] = []
     channels: list[str] = []
@@ -355,12 +359,7 @@ def put_writes_params(
         what = functools.partial(_write_named, where, channel)
         idx.append(WRITES_IDX_MAP.get(channel, i))
         channels.append(require_text(channel, "channel"))
-        if (
-            bases is not None
-            and lists.snapshot_every > 1
-            and channel not in WRITES_IDX_MAP
-            and bases.base(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel) is not None
-        ):
+        if channel in list_bases:
             stored = list_layout.write_items(
                 codec,
                 channel=channel,
@@ -423,6 +422,18 @@ def put_writes_params(
     return WritesParams(
         params, packed, replace, uploads, offers, inline_item_groups(items) if items else {}, (idx, channels, types, blobs, refs, item_keys)
     )
+
+
+def write_bases(
+    bases: ListBases | None, lists: ListPolicy, key: CheckpointKey, writes: Sequence[tuple[str, Any]]
+) -> Mapping[str, ListState]:
+    """The list versions in the delta layout that a task's writes to `key`'s checkpoint
+    extend, by channel (their items are stored for the next put: see `put_writes_params`).
+    Empty, as a rule: then the writes offer no items and the next put need not wait for them."""
+    if bases is None or lists.snapshot_every <= 1 or not writes:
+        return {}
+    channels = [channel for channel, _ in writes if isinstance(channel, str) and channel not in WRITES_IDX_MAP]
+    return bases.bases_of(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channels) if channels else {}
 
 
 @dataclass(slots=True)  # made on every put or put_writes: not frozen (see core.plan.Query)
