@@ -119,10 +119,8 @@ def put_params(
     where = functools.partial(_checkpoint_named, key.thread_id, checkpoint_id)
     values = checkpoint["channel_values"]
 
-    channels: list[str] = []
-    versions: list[str] = []
-    types: list[str] = []
-    blobs: list[bytes | None] = []
+    # Built as the arrays they are sent as (not copied into them at the end).
+    channels, versions, types, blobs = TextArray(), TextArray(), TextArray(), ByteaArray()
     refs: list[ObjectRef | None] = []
     chains: list[str | None] = []
     item_versions: list[str | None] = []
@@ -187,22 +185,30 @@ def put_params(
         blobs.append(inline)
         refs.append(ref)
 
-    held_versions = [(ch, checkpoint["channel_versions"].get(ch)) for ch in values]
-    missing = [ch for ch, version in held_versions if version is None]
-    if missing:
-        raise ConfigError(f"channel {shown(missing[0])} has a value but no entry in channel_versions ({named(where)})")
+    all_versions = checkpoint["channel_versions"]
+    for ch in values:
+        if all_versions.get(ch) is None:
+            raise ConfigError(f"channel {shown(ch)} has a value but no entry in channel_versions ({named(where)})")
     # The id is the row's checkpoint_id column; build_tuple puts it back.
     body = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}
     if inline_values:
         body["channel_values"] = inline_values
-    held = [(ch, version_text(version, ch)) for ch, version in held_versions if ch not in inline_values]
+    if parent_versions is not None and needed:
+        needed = [(channel, version) for channel, version in needed if parent_versions.get(channel) != version]
     # The values it holds but does not write now must still be stored when it commits (a
     # delete_thread or a prune may have taken them): else it writes nothing, and the
-    # saver sends it again writing every value it holds (see SaverCore._put_plan).
-    written = set(zip(channels, versions))
-    needed.extend(pair for pair in held if pair not in written)
-    if parent_versions is not None:
-        needed = [(channel, version) for channel, version in needed if parent_versions.get(channel) != version]
+    # saver sends it again writing every value it holds (see SaverCore._put_plan). Those
+    # its parent, seen committed, holds at the same version are not checked one by one.
+    written = dict(zip(channels, versions)) if channels else {}
+    value_channels, value_versions = TextArray(), TextArray()
+    for ch in values:
+        if ch in inline_values:
+            continue
+        version = version_text(all_versions[ch], ch)
+        value_channels.append(require_text(ch, "channel"))
+        value_versions.append(version)
+        if written.get(ch) != version and (parent_versions is None or parent_versions.get(ch) != version):
+            needed.append((ch, version))
     try:
         body_json = dump_json(body)
     except (TypeError, ValueError) as exc:
@@ -229,17 +235,17 @@ def put_params(
         "run_status": ("running" if has_next_tasks(checkpoint) else "done") if root else "running",
         "source": source.replace("\x00", "") if isinstance(source, str) else None,
         "checkpoint": body_json,
-        "value_channels": TextArray(require_text(ch, "channel") for ch, _ in held),
-        "value_versions": TextArray(version for _, version in held),
+        "value_channels": value_channels,
+        "value_versions": value_versions,
         "metadata": metadata_json,
         "metadata_exact": metadata_exact,
-        "channels": TextArray(channels),
-        "versions": TextArray(versions),
-        "types": TextArray(types),
-        "values": ByteaArray(blobs),
+        "channels": channels,
+        "versions": versions,
+        "types": types,
+        "values": blobs,
         "check_parent": key.checkpoint_id if parent_versions is not None else None,
-        "base_channels": TextArray(c for c, _ in needed),
-        "base_versions": TextArray(v for _, v in needed),
+        "base_channels": TextArray([c for c, _ in needed]),
+        "base_versions": TextArray([v for _, v in needed]),
     }
     built = PutParams(params, key.config(checkpoint_id), uploads, states, {})
     if not built.plain:  # (a plain put has no list items, no item needs, no references)
