@@ -29,21 +29,16 @@ from .actions import NULL_TASK_ID, describe, run_status
 PACKED_WRITES_TYPE = "langgraph-pg-durable/writes-v1"  # one row holding several writes of a task
 
 
-def packable(task_id: str, channels: Sequence[str], refs: Sequence[ObjectRef | None], item_keys: Sequence[str | None]) -> bool:
+def packable(task_id: str, writes: int, special: int, offloaded: int, item_writes: int) -> bool:
     """Whether a task's writes go in one row: a row per write costs ~330 bytes with its
     index entry, more than a step counter or a routing flag it holds, and the row holds the
     task's action (sql.action_row.FOLDED): one write is packed too. Not for special
     channels (replaced one by one), offloaded values or writes stored as items of more
     than one list (their row names one object, one write key), nor for the null task,
     whose writes LangGraph sends again with more appended (each time a task has writes
-    stored already, a packed row costs a second statement: see `sql.writes.put_packed_writes`)."""
-    return (
-        bool(channels)
-        and task_id != NULL_TASK_ID
-        and not any(channel in WRITES_IDX_MAP for channel in channels)
-        and all(ref is None for ref in refs)
-        and sum(key is not None for key in item_keys) <= 1
-    )
+    stored already, a packed row costs a second statement: see `sql.writes.put_packed_writes`).
+    The counts are of the task's `writes`: to special channels, offloaded, stored as items."""
+    return writes > 0 and task_id != NULL_TASK_ID and not special and not offloaded and item_writes <= 1
 
 
 @dataclass(slots=True)  # made on every put or put_writes: not frozen (see core.plan.Query)
@@ -85,6 +80,10 @@ def _write_named(where: Where, channel: str) -> str:
 
 def _value_named(what: Where) -> str:
     return f"the value of {named(what)}"
+
+
+def _written_value_named(where: Where, channel: str) -> str:
+    return _value_named(functools.partial(_write_named, where, channel))
 
 
 def put_params(
@@ -361,11 +360,15 @@ def put_writes_params(
     uploads: list[Upload] = []
     items: list[ItemRow] = []
     offers: list[tuple[str, list[tuple[bytes, list_layout.Location]]]] = []
+    special = 0  # writes to LangGraph's special channels (__error__, __interrupt__, ...)
     for i, (channel, value) in enumerate(writes):
-        what = functools.partial(_write_named, where, channel)
-        idx.append(WRITES_IDX_MAP.get(channel, i))
+        special_idx = WRITES_IDX_MAP.get(channel)
+        if special_idx is not None:
+            special += 1
+        idx.append(i if special_idx is None else special_idx)
         channels.append(require_text(channel, "channel"))
         if channel in list_bases:
+            what = functools.partial(_write_named, where, channel)
             stored = list_layout.write_items(
                 codec,
                 channel=channel,
@@ -383,13 +386,13 @@ def put_writes_params(
             offers.append((channel, stored.offered))
             continue
         type_, data = codec.dump(value, channel=channel, where=where)
-        inline, ref = placement.place(data, where=functools.partial(_value_named, what))
+        inline, ref = placement.place(data, where=functools.partial(_written_value_named, where, channel))
         types.append(type_)
         blobs.append(inline)
         refs.append(ref)
         item_keys.append(None)
         if ref is not None:
-            uploads.append(Upload(ref, data, f"put_writes of {named(what)}"))
+            uploads.append(Upload(ref, data, f"put_writes of {_write_named(where, channel)}"))
     params: dict[str, Any] = {
         "thread_id": key.thread_id,
         "checkpoint_ns": key.checkpoint_ns,
@@ -404,7 +407,8 @@ def put_writes_params(
         else None,
     }
     packed: dict[str, Any] | None = None
-    if packable(task_id, channels, refs, item_keys):
+    offloaded = len(refs) - refs.count(None)
+    if packable(task_id, len(idx), special, offloaded, len(item_keys) - item_keys.count(None)):
         item_key = next((k for k in item_keys if k is not None), None)
         packed = {
             **params,
@@ -420,11 +424,11 @@ def put_writes_params(
         if packed is not None:
             packed.update(_item_params(items))
     if log is not None:
-        logged = _action_params(codec, key, writes, task_id, task_path, refs, log)
+        logged = _action_params(codec, key, writes, task_id, task_path, refs if offloaded else (), log)
         params.update(logged)
         if packed is not None:
             packed.update(logged)
-    replace = bool(writes) and all(channel in WRITES_IDX_MAP for channel, _ in writes)
+    replace = bool(writes) and special == len(writes)
     return WritesParams(
         params, packed, replace, uploads, offers, inline_item_groups(items) if items else {}, (idx, channels, types, blobs, refs, item_keys)
     )

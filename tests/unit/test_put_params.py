@@ -1,6 +1,7 @@
 """A put's parameters cover every placeholder of the statement it is sent with, and a plain
 put (no list in the delta layout, nothing offloaded) builds none of the list and object
-parameters only `sql.writes.put` reads."""
+parameters only `sql.writes.put` reads; which writes share a packed row, and what a write
+too large to store is called."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph_pg_durable import wire
 from langgraph_pg_durable.core.codec import Codec
-from langgraph_pg_durable.core.encode import put_params
+from langgraph_pg_durable.core.actions import NULL_TASK_ID
+from langgraph_pg_durable.core.encode import put_params, put_writes_params
 from langgraph_pg_durable.core.lists import ListPolicy
 from langgraph_pg_durable.core.offload import Placement
+from langgraph_pg_durable.errors import SerializationError
 from langgraph_pg_durable.memory import ListMemory
 from langgraph_pg_durable.sql.statements import Statements
 
@@ -51,3 +54,28 @@ def test_a_list_or_offloaded_put_sends_every_name_of_the_full_statement(log: boo
         assert set(names) - {"fence"} <= built.params.keys()  # the fence: added by SaverCore._fenced_query
     assert listed.states and listed.item_groups  # the list's items, for the item cache
     assert offloaded.uploads and offloaded.params["object_keys"] == [offloaded.uploads[0].ref.key]
+
+
+def _writes(writes: list[tuple[str, Any]], task_id: str = "task-1", placement: Placement | None = None) -> Any:
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c1"}}
+    placement = placement or Placement(enabled=False)
+    return put_writes_params(Codec(JsonPlusSerializer()), config, writes, task_id, "", placement, ListPolicy(), ListMemory())
+
+
+def test_a_tasks_plain_writes_share_one_packed_row_and_the_rest_do_not() -> None:
+    packed = _writes([("messages", ["hi"]), ("step", 2)])
+    assert packed.packed is not None and packed.packed["packed_idx"] == 1 and packed.packed["packed_channel"] == "messages"
+    assert not packed.replace
+    special = _writes([("__error__", "boom"), ("step", 2)])  # a special channel: each write replaced alone
+    assert special.packed is None and not special.replace
+    assert _writes([("__error__", "boom")]).replace
+    assert _writes([("messages", ["hi"])], task_id=NULL_TASK_ID).packed is None  # the caller's writes grow
+    offloaded = _writes([("blob", "x" * 5000)], placement=Placement(enabled=True, threshold=1024, prefix="p"))
+    assert offloaded.packed is None and offloaded.uploads
+
+
+def test_a_write_too_large_for_a_row_names_its_task_and_channel() -> None:
+    with pytest.raises(SerializationError) as raised:
+        _writes([("step", 1), ("notes", "x" * 200)], placement=Placement(enabled=False, max_inline=100))
+    message = str(raised.value)
+    assert "task 'task-1'" in message and "write to channel 'notes'" in message and "checkpoint 'c1'" in message
