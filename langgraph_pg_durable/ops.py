@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import operator
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
@@ -118,6 +119,10 @@ def _written(decode: Callable[[Sequence[Any]], T]) -> Callable[[Sequence[Any]], 
 
 
 # What a write is, for an error message: built only when one is raised (`partial` of these).
+def _is_none(value: Any) -> bool:
+    return value is None
+
+
 def _put_named(checkpoint_id: Any, thread_id: str) -> str:
     return f"put of checkpoint {shown(checkpoint_id)} on thread {shown(thread_id)}"
 
@@ -301,13 +306,12 @@ class SaverCore(BaseCheckpointSaver[str]):
             return Fence(policy, new_writer(), run_id or new_run_id(), taking=True)
         return Fence(policy, entry.writer, run_id or self._run_of(config, entry) or "", taking=thread_id not in entry.taken)
 
-    def _fenced_query(self, query: Query[T], fence: Fence | None) -> Query[T]:
-        """`query` carrying the run's token, and, while the run has not taken the thread,
-        preceded by its take (in the same transaction, after the writer lock)."""
-        thread_id = query.params["thread_id"]
-        params = {**query.params, "fence": fence.writer if fence is not None else None}
-        before = [self._take(fence, thread_id)] if fence is not None and fence.taking else []
-        return query.carrying(params, before)
+    def _fencing(self, params: dict[str, Any], fence: Fence | None) -> list[tuple[str, Mapping[str, Any]]]:
+        """Put the run's token in a write's `params` (a dict the caller just built, for this
+        write alone) and return the statements to send before the write: while the run has
+        not taken the thread, its take (in the same transaction, after the writer lock)."""
+        params["fence"] = fence.writer if fence is not None else None
+        return [self._take(fence, params["thread_id"])] if fence is not None and fence.taking else []
 
     def _take(self, fence: Fence, thread_id: str) -> tuple[str, Mapping[str, Any]]:
         """The statement by which the run takes the thread, under its policy (sql/fencing.py)."""
@@ -321,16 +325,20 @@ class SaverCore(BaseCheckpointSaver[str]):
         did not read the thread first; it does not wait, whatever the policy: what it
         writes was made without the holder's state)."""
         result: T = yield query
-        if fence is None:
-            return result
-        thread_id = query.params["thread_id"]
-        if failed(result):
-            holder = yield self._holder_query(thread_id)
-            error = refusal(named(query.operation), thread_id, fence, holder)
-            if error is not None:
-                raise error
-        self._took(entry, thread_id, fence)
+        if fence is not None:
+            if failed(result):
+                yield from self._refuse_unless_held(query, fence)
+            self._took(entry, query.params["thread_id"], fence)
         return result
+
+    def _refuse_unless_held(self, query: Query[Any], fence: Fence) -> Plan[None]:
+        """After a write under `fence` that stored nothing: raise the refusal its thread's
+        holder gives (see `_fenced`), unless the run holds the thread."""
+        thread_id = query.params["thread_id"]
+        holder = yield self._holder_query(thread_id)
+        error = refusal(named(query.operation), thread_id, fence, holder)
+        if error is not None:
+            raise error
 
     def _get_tuple_plan(self, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
         """get_tuple; a run's first read of a thread also takes the thread (see `_reading_fence`)."""
@@ -456,6 +464,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         run_id: str | None = None,
         log_run: bool = True,
         entry: RunEntry | None = None,
+        fence: Fence | None = None,
     ) -> Query[RunnableConfig | None]:
         """The put; its decode gives None when a value it holds without writing, a list
         version it extends, or the items of a pending write it uses, are not there.
@@ -504,7 +513,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         writes, decode = self._write_path(stored)
         plain = built.plain
         values = not plain or bool(params["channels"])
-        return Query(where, writes.put[(plain, log_run, values)], params, decode, uploads, locks=self._locks([thread_id]))
+        before = self._fencing(params, fence)
+        return Query(where, writes.put[(plain, log_run, values)], params, decode, uploads, locks=self._locks([thread_id]), before=before)
 
     @staticmethod
     def _run_row_changes(entry: RunEntry | None, thread_id: str, status: str | None, agent: str | None = None) -> bool:
@@ -614,13 +624,16 @@ class SaverCore(BaseCheckpointSaver[str]):
                 self._wrote_run_row(entry, thread_id, status=params["run_status"], agent=params["agent"])
             return bool(fetched)
 
-        yield from self._routing_after_citus(where)
+        if self._citus_installed:  # settle routed_writes first (see `_write_path`)
+            yield from self._routing_plan(where)
         s, decode = self._write_path(stored)
         fence = self._fence_for(config, thread_id, params.get("run_id"), entry)
+        locks = self._locks([thread_id])
         wrote = False
         if built.packed is not None:
             sql = s.put_packed_writes[(built.has_items, log, run)]
-            wrote = yield self._fenced_query(Query(where, sql, built.packed, decode, built.uploads, locks=self._locks([thread_id])), fence)
+            before = self._fencing(built.packed, fence)
+            wrote = yield Query(where, sql, built.packed, decode, built.uploads, locks=locks, before=before)
             if wrote:
                 self._took(entry, thread_id, fence)
         if not wrote:
@@ -628,8 +641,9 @@ class SaverCore(BaseCheckpointSaver[str]):
                 sql = s.put_writes_items[(log, run)]
             else:
                 sql = s.put_writes[(built.replace, bool(built.uploads), log, run)]
-            query = self._fenced_query(Query(where, sql, built.rows(), decode, built.uploads, locks=self._locks([thread_id])), fence)
-            wrote = yield from self._fenced(query, entry, fence, lambda wrote: not wrote)
+            rows = built.rows()
+            query = Query(where, sql, rows, decode, built.uploads, locks=locks, before=self._fencing(rows, fence))
+            wrote = yield from self._fenced(query, entry, fence, operator.not_)
             seen = params["check_checkpoint"]
             if not wrote and seen is not None:  # every write stored already, or the checkpoint gone
                 yield from self._refuse_if_gone(named(where), thread_id, ns, "its checkpoint", seen)
@@ -1082,45 +1096,55 @@ class SaverCore(BaseCheckpointSaver[str]):
         # its checkpoint keeps a run id of its own (delete_for_runs can name it), its row is
         # the edit's action row, and it does not mark the runs before it interrupted.
         log_run = invocation_run is not None or self.importing
-        checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, (dict, Mapping)) else None
-        yield from self._routing_after_citus(functools.partial(_put_named, checkpoint_id, key.thread_id))
+        if self._citus_installed:  # settle routed_writes first (see `_write_path`)
+            checkpoint_id = checkpoint.get("id") if isinstance(checkpoint, (dict, Mapping)) else None
+            yield from self._routing_plan(functools.partial(_put_named, checkpoint_id, key.thread_id))
         fence = self._fence_for(config, key.thread_id, run_id, entry)
         put = functools.partial(
             self._put_query, config, key, checkpoint, metadata, new_versions, run_id=run_id, log_run=log_run, entry=entry
         )
-        query = self._fenced_query(put(use_offers=parent_writes_done), fence)
-        stored = yield from self._fenced(query, entry, fence, lambda stored: stored is None)
-        fence = fence.taken() if fence is not None else None  # the run holds the thread now
-        parent = query.params["check_parent"]
-        if stored is None and parent is not None:
-            yield from self._refuse_if_gone(named(query.operation), key.thread_id, key.checkpoint_ns, "its parent checkpoint", parent)
-        if stored is None and query.params.get("base_item_channels"):
-            # The items of a pending write it used were not committed yet: store them.
-            query = put(use_offers=False)
-            stored = yield from self._fenced(self._fenced_query(query, fence), entry, fence, lambda stored: stored is None)
-        if stored is None:  # a value it relied on was pruned or deleted meanwhile: write it whole
-            query = put(use_memory=False)
-            stored = yield from self._fenced(self._fenced_query(query, fence), entry, fence, lambda stored: stored is None)
+        query = put(use_offers=parent_writes_done, fence=fence)
+        stored: RunnableConfig | None = yield query
+        if fence is not None:  # (`_fenced`, inline: most puts are this one statement)
+            if stored is None:
+                yield from self._refuse_unless_held(query, fence)
+            self._took(entry, key.thread_id, fence)
+            fence = fence.taken()  # the run holds the thread now
+        if stored is None:
+            parent = query.params["check_parent"]
+            if parent is not None:
+                yield from self._refuse_if_gone(named(query.operation), key.thread_id, key.checkpoint_ns, "its parent checkpoint", parent)
+            if query.params.get("base_item_channels"):
+                # The items of a pending write it used were not committed yet: store them.
+                stored = yield from self._fenced(put(use_offers=False, fence=fence), entry, fence, _is_none)
+            if stored is None:  # a value it relied on was pruned or deleted meanwhile: write it whole
+                stored = yield from self._fenced(put(use_memory=False, fence=fence), entry, fence, _is_none)
         assert stored is not None
         if waiting_sends:
             yield from self._name_sends(key.thread_id, key.checkpoint_ns, checkpoint["id"], waiting_sends, send_nodes(checkpoint))
         if self.action_log and invocation_run is not None and not key.checkpoint_ns:
-            yield from self._log_unsaved_run(key, checkpoint, metadata, run_id)
+            steps = self._unsaved_steps(key, metadata)
+            if steps:
+                yield from self._log_unsaved_run(key, checkpoint, metadata, run_id, steps)
         return stored
 
-    def _log_unsaved_run(self, key: CheckpointKey, checkpoint: Checkpoint, metadata: Any, run_id: str | None) -> Plan[None]:
-        """After the put of a run's last checkpoint when LangGraph saved none before it
-        (durability="exit"): the run's action row, from what the checkpoint holds that its
-        parent did not (see `actions.describe_unsaved`). Nothing when the parent is not
-        known to this saver: its messages are then unknown too."""
+    def _unsaved_steps(self, key: CheckpointKey, metadata: Any) -> int:
+        """How many super-steps the run took whose puts LangGraph skipped before this root
+        put (see `actions.steps_unsaved`); 0 when the parent is not known to this saver:
+        its messages are then unknown too."""
         parent_id = key.checkpoint_id
         parent = self.notes.get(key.thread_id, key.checkpoint_ns, parent_id) if parent_id else None
         if parent_id and parent is None:
-            return
+            return 0
         step = metadata.get("step") if isinstance(metadata, (dict, Mapping)) else None
-        steps = steps_unsaved(step, parent[0] if parent else None, parent_id is not None)
-        if not steps:
-            return
+        return steps_unsaved(step, parent[0] if parent else None, parent_id is not None)
+
+    def _log_unsaved_run(self, key: CheckpointKey, checkpoint: Checkpoint, metadata: Any, run_id: str | None, steps: int) -> Plan[None]:
+        """After the put of a run's last checkpoint when LangGraph saved none before it
+        (durability="exit", `steps` of them: `_unsaved_steps`): the run's action row, from
+        what the checkpoint holds that its parent did not (see `actions.describe_unsaved`)."""
+        parent_id = key.checkpoint_id
+        step = metadata.get("step") if isinstance(metadata, (dict, Mapping)) else None
         before = (self.messages.held_ids(key.thread_id, key.checkpoint_ns, parent_id) if parent_id else None) or frozenset()
         now = self.messages.held(key.thread_id, key.checkpoint_ns, checkpoint["id"]) or {}
         action = describe_unsaved([m for i, m in now.items() if i not in before], steps)
@@ -1141,12 +1165,6 @@ class SaverCore(BaseCheckpointSaver[str]):
             lambda fetched: None,
             locks=self._locks([key.thread_id]),
         )
-
-    def _routing_after_citus(self, operation: Where) -> Plan[None]:
-        """Before a write (`operation`): settle `routed_writes` once an earlier put found
-        Citus installed; else the write's own rows tell (see `_write_path`)."""
-        if self._citus_installed:
-            yield from self._routing_plan(operation)
 
     def _routing_plan(self, operation: Where) -> Plan[None]:
         """Settle `routed_writes` when it is None (`operation`: the setup, or the write after

@@ -25,9 +25,9 @@ class Query(Generic[T]):
     names the objects its rows point to (kept where `ref_columns` says), fetched and
     verified before `decode`.
 
-    Not changed once made (`carrying` makes another), though not frozen: a frozen
-    dataclass sets each of its ten fields through `object.__setattr__` (1.2 us a Query
-    against 0.25, and a step makes four).
+    Not changed once made (a write's fencing token goes in its params before), though not
+    frozen: a frozen dataclass sets each of its ten fields through `object.__setattr__`
+    (1.2 us a Query against 0.25, and a step makes four).
     """
 
     operation: Where  # what the statement is for, in an error (a `partial` on the hot paths)
@@ -50,13 +50,6 @@ class Query(Generic[T]):
     def __post_init__(self) -> None:
         if (self.references is None) != (self.ref_columns is None):
             raise TypeError(f"{named(self.operation)}: a Query that references objects says where its rows keep them (ref_columns)")
-
-    def carrying(self, params: Mapping[str, Any], before: Sequence[tuple[str, Mapping[str, Any]]]) -> Query[T]:
-        """This statement with `params` instead, sent after `before` (a write under a fence).
-        A hot path's copy: `dataclasses.replace` looks every field up by name (~3 us)."""
-        return Query(
-            self.operation, self.sql, params, self.decode, self.uploads, self.references, self.ref_columns, self.memo, self.locks, before
-        )
 
 
 @dataclass(frozen=True)

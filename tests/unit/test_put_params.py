@@ -40,7 +40,7 @@ def test_a_plain_put_sends_every_name_its_statement_reads_and_no_list_parameter(
     built = _put({"step": 3, "notes": {"a": "b" * 200}}, Placement(enabled=False))
     assert built.plain and not built.item_groups
     names = wire.convert(STATEMENTS.put[(True, log, True)]).names
-    assert set(names) - {"fence"} <= built.params.keys()  # the fence: added by SaverCore._fenced_query
+    assert set(names) - {"fence"} <= built.params.keys()  # the fence: added by SaverCore._fencing
     assert not LIST_ONLY & built.params.keys()
 
 
@@ -51,7 +51,7 @@ def test_a_list_or_offloaded_put_sends_every_name_of_the_full_statement(log: boo
     for built in (listed, offloaded):
         assert not built.plain
         names = wire.convert(STATEMENTS.put[(False, log, True)]).names
-        assert set(names) - {"fence"} <= built.params.keys()  # the fence: added by SaverCore._fenced_query
+        assert set(names) - {"fence"} <= built.params.keys()  # the fence: added by SaverCore._fencing
     assert listed.states and listed.item_groups  # the list's items, for the item cache
     assert offloaded.uploads and offloaded.params["object_keys"] == [offloaded.uploads[0].ref.key]
 
