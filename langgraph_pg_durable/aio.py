@@ -779,18 +779,14 @@ class AsyncDurablePostgresSaver(SaverCore):
     ) -> None:
         """Store a task's pending writes to the checkpoint `config` names; a retry or re-run
         keeps the first write at each index, as the official saver does."""
-        key = parse_config(config, need_checkpoint_id=True)
-        list_bases = self._write_bases(key, writes)
-        plan = self._put_writes_plan(config, key, writes, task_id, task_path, list_bases)
-        if not list_bases:  # no list items to offer: the child's put has nothing to wait for
-            await self._run(plan)
-            return
         # Under way from the start: the child's put, sent from another thread, waits for
-        # these writes, whose list items it may use (see inflight.py).
+        # these writes, whose list items it may use (see inflight.py). Every task's writes,
+        # not only those that store items: a chat's action rows are then stored step by step.
+        key = parse_config(config, need_checkpoint_id=True)
         in_flight = in_flight_key(key)
         self._writes_in_flight.begin(in_flight)
         try:
-            await self._run(plan)
+            await self._run(self._put_writes_plan(config, key, writes, task_id, task_path, self._write_bases(key, writes)))
         finally:
             self._writes_in_flight.end(in_flight)
 

@@ -48,6 +48,7 @@ from .core.actions import (
     send_index,
     send_nodes,
     steps_unsaved,
+    messages_of,
     written_messages,
 )
 from .core.backfill import CheckpointFacts, Decoded, WriteFacts, decoded_for_backfill, store_params, thread_backfill
@@ -416,8 +417,9 @@ class SaverCore(BaseCheckpointSaver[str]):
         waiting = self.notes.note(thread_id, ns, checkpoint["id"], step, send_nodes(checkpoint), take=take)
         if self.action_log:
             values = checkpoint.get("channel_values")
-            if isinstance(values, (dict, Mapping)):
-                self.messages.hold(thread_id, ns, checkpoint["id"], held_message_ids(values), functools.partial(held_messages, values))
+            ids = held_message_ids(values) if isinstance(values, (dict, Mapping)) else None
+            if ids:  # (a DeltaChannel's messages are not in its checkpoints: most hold none)
+                self.messages.hold(thread_id, ns, checkpoint["id"], ids, functools.partial(held_messages, values))
         return waiting
 
     def _note_put(self, key: CheckpointKey, checkpoint: Checkpoint, metadata: Any) -> list[SendToName]:
@@ -436,7 +438,8 @@ class SaverCore(BaseCheckpointSaver[str]):
             return None
         note = self.notes.get(key.thread_id, key.checkpoint_ns, key.checkpoint_id or "")
         step = note[0] + 1 if note is not None and note[0] is not None else None
-        written = written_messages(writes)
+        found = messages_of(writes)
+        written = written_messages(writes, found)
         at = (key.thread_id, key.checkpoint_ns, key.checkpoint_id or "")
         parents = config.get("configurable", {}).get(CHECKPOINT_MAP) if key.checkpoint_ns else None
         if isinstance(parents, (dict, Mapping)):
@@ -447,7 +450,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         prior = self.messages.prior(*at, written, parents, handed=handed) if written else None
         self.messages.wrote(*at, written)
         label = agent_label(config.get("metadata")) if key.checkpoint_ns else None
-        return encode.TaskLog(self._run_of(config, entry), step, note[1] if note is not None else None, prior, label)
+        return encode.TaskLog(self._run_of(config, entry), step, note[1] if note is not None else None, prior, label, found)
 
     # -- Query builders ---------------------------------------------------------------
 
@@ -1058,8 +1061,7 @@ class SaverCore(BaseCheckpointSaver[str]):
     # -- plans: the operations of several statements --------------------------------------
 
     def _write_bases(self, key: CheckpointKey, writes: Sequence[tuple[str, Any]]) -> Mapping[str, ListState]:
-        """The list versions a task's writes extend (`encode.write_bases`): a put_writes with
-        none offers no items, and is not waited for by the next put (see inflight.py)."""
+        """The list versions a task's writes extend (`encode.write_bases`), looked up once."""
         return encode.write_bases(self.memory, self.lists, key, writes)
 
     def _may_use_offers(self, checkpoint: Checkpoint, new_versions: ChannelVersions) -> bool:

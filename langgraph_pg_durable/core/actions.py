@@ -177,6 +177,7 @@ def describe(
     encrypted: bool = False,
     prior_messages: Mapping[str, Any] | None = None,
     agent_label: str | None = None,
+    found: Sequence[list[Any] | None] | None = None,
 ) -> Action:
     """The action of a task that wrote `writes`.
 
@@ -188,7 +189,8 @@ def describe(
     subgraph that returns the whole conversation is typed and shown by its own reply, and
     its row does not grow with the conversation.
 
-    `agent_label` names the agent a subgraph is (see `agent_name`). `offloaded` maps the
+    `found`: the messages of each write (`as_messages`), when the caller has them already
+    (`messages_of`). `agent_label` names the agent a subgraph is (see `agent_name`). `offloaded` maps the
     position of a write stored in the object store to its (key,
     size): its payload is a marker. With `encrypted`, the payload says so and holds
     nothing written (agent and type stay readable).
@@ -223,8 +225,8 @@ def describe(
             continue
         elif channel.startswith(_BRANCH):
             payload.setdefault("goto", []).append(channel[len(_BRANCH) :])
-        elif (found := as_messages(channel, value)) is not None:
-            for message in found:
+        elif (held := as_messages(channel, value) if found is None else found[position]) is not None:
+            for message in held:
                 message_id = _message_id(message) if prior else None
                 if message_id is None or message_id not in prior:
                     messages.append(message_json(message))
@@ -361,11 +363,17 @@ def _same(message: Any, before: Any) -> bool:
         return False
 
 
-def written_messages(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
-    """The messages a task's writes hold that have an id, by id."""
+def messages_of(writes: Sequence[tuple[str, Any]]) -> list[list[Any] | None]:
+    """The messages each of a task's writes holds (`as_messages`), found once for both
+    `written_messages` and `describe`."""
+    return [as_messages(channel, value) for channel, value in writes]
+
+
+def written_messages(writes: Sequence[tuple[str, Any]], found: Sequence[list[Any] | None] | None = None) -> dict[str, Any]:
+    """The messages a task's writes hold that have an id, by id (`found`: see `messages_of`)."""
     out: dict[str, Any] = {}
-    for channel, value in writes:
-        for message in as_messages(channel, value) or ():
+    for held in messages_of(writes) if found is None else found:
+        for message in held or ():
             message_id = _message_id(message)
             if message_id is not None:
                 out[message_id] = message

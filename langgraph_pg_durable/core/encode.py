@@ -439,7 +439,7 @@ def write_bases(
 ) -> Mapping[str, ListState]:
     """The list versions in the delta layout that a task's writes to `key`'s checkpoint
     extend, by channel (their items are stored for the next put: see `put_writes_params`).
-    Empty, as a rule: then the writes offer no items and the next put need not wait for them."""
+    Empty, as a rule (one lookup for the task's writes, not one a write)."""
     if bases is None or lists.snapshot_every <= 1 or not writes:
         return {}
     channels = [channel for channel, _ in writes if isinstance(channel, str) and channel not in WRITES_IDX_MAP]
@@ -459,6 +459,7 @@ class TaskLog:
     sends: Sequence[str] | None
     prior_messages: Mapping[str, Any] | None = None
     agent_label: str | None = None
+    messages: Sequence[list[Any] | None] | None = None  # of each write (actions.messages_of)
 
 
 def _action_params(
@@ -481,6 +482,7 @@ def _action_params(
         encrypted=codec.encrypted,
         prior_messages=log.prior_messages,
         agent_label=log.agent_label,
+        found=log.messages,
     )
     return {
         "run_id": log.run_id,

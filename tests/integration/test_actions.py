@@ -253,7 +253,7 @@ def test_a_callers_metadata_run_id_wins(saver: Any, pg_dsn: str, schema_name: st
     assert {r["run_id"] for r in query(pg_dsn, schema_name, "SELECT run_id FROM checkpoints")} == {"run-from-the-server"}
     assert {r["run_id"] for r in actions(pg_dsn, schema_name, config["configurable"]["thread_id"])} == {"run-from-the-server"}
     (run,) = query(pg_dsn, schema_name, "SELECT * FROM runs")
-    assert (run["run_id"], run["status"], sorted(run["agents"])) == ("run-from-the-server", "done", ["__start__", "agent", "tools"])
+    assert (run["run_id"], run["status"], run["agents"]) == ("run-from-the-server", "done", ["__start__", "agent", "tools"])
 
 
 def test_langchains_run_id_names_the_run_when_the_caller_gives_one(saver: Any, pg_dsn: str, schema_name: str) -> None:

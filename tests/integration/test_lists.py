@@ -332,53 +332,6 @@ def test_a_put_waits_for_its_parents_writes_only_when_it_writes_a_list(pg_dsn: s
         assert waited == [("waits", "", config["configurable"]["checkpoint_id"])]
 
 
-def _first_list_checkpoint(saver: Any, thread_id: str) -> tuple[dict, dict]:
-    """A first checkpoint holding a list (in the delta layout) and a counter, its put's arguments."""
-    versions = {"items": saver.get_next_version(None, None), "n": saver.get_next_version(None, None)}
-    checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = {"items": ["a", "b"], "n": 1}
-    checkpoint["channel_versions"] = versions
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, {
-        "checkpoint": checkpoint,
-        "metadata": {"source": "loop", "step": 0},
-        "new_versions": versions,
-    }
-
-
-def test_only_writes_that_extend_a_stored_list_are_waited_for(pg_dsn: str, schema_name: str) -> None:
-    """A task's writes that store list items (a write to a list the checkpoint holds in the
-    delta layout) are marked under way for the next put to wait for; writes that store none
-    (most tasks') are not: the put has nothing to wait for."""
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
-        saver.setup()
-        began: list[tuple[str, str, str]] = []
-        begin = saver._writes_in_flight.begin
-        saver._writes_in_flight.begin = lambda key: began.append(key) or begin(key)  # type: ignore[method-assign]
-        root, put = _first_list_checkpoint(saver, "marks")
-        config = saver.put(root, **put)
-        saver.put_writes(config, [("n", 2)], "counter-task")
-        assert began == []
-        saver.put_writes(config, [("items", ["c"])], "list-task")
-        assert began == [("marks", "", config["configurable"]["checkpoint_id"])]
-
-
-def test_only_writes_that_extend_a_stored_list_are_waited_for_async(pg_dsn: str, schema_name: str) -> None:
-    async def main() -> None:
-        async with AsyncDurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
-            await saver.setup()
-            began: list[tuple[str, str, str]] = []
-            begin = saver._writes_in_flight.begin
-            saver._writes_in_flight.begin = lambda key: began.append(key) or begin(key)  # type: ignore[method-assign]
-            root, put = _first_list_checkpoint(saver, "marks-async")
-            config = await saver.aput(root, **put)
-            await saver.aput_writes(config, [("n", 2)], "counter-task")
-            assert began == []
-            await saver.aput_writes(config, [("items", ["c"])], "list-task")
-            assert began == [("marks-async", "", config["configurable"]["checkpoint_id"])]
-
-    asyncio.run(main())
-
-
 def test_missing_items_of_a_pending_write_are_a_clear_error(pg_dsn: str, schema_name: str) -> None:
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, snapshot_every=8, list_min_bytes=0) as saver:
         saver.setup()
