@@ -348,7 +348,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         which holds the locks to its end, and the second one's snapshot follows the wait.
         """
         if wire.usable(conn):
-            statements = [*self._confirming(confirm), *self._preamble(query), (query.sql, query.params)]
+            statements = self._flight(query, confirm)
             timeout = self.retry.attempt_timeout
             async with conn.lock:
                 try:

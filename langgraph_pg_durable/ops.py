@@ -561,14 +561,23 @@ class SaverCore(BaseCheckpointSaver[str]):
         one taking its writer locks, the query's own (a take of the thread), then the
         saver's synchronous_commit for the commit
         (local to the transaction, which the shells commit after the write)."""
-        if not query.locks:
-            return []
         locks = query.locks
+        if not locks:
+            return []
         if len(locks) == 1:
             lock: tuple[str, Mapping[str, Any]] = (self.sql.lock_thread, {"lock_key": locks[0]})
         else:
             lock = (self.sql.lock_threads, {"lock_keys": Int8Array(locks)})
         return [lock, *query.before] if self._commit_setting is None else [lock, *query.before, self._commit_setting]
+
+    def _flight(self, query: Query[Any], confirm: bool) -> list[tuple[str, Mapping[str, Any]]]:
+        """The statements of `query`'s flight: its preamble and itself, after the statement
+        that confirms an earlier commit when `confirm` (see the shells' `_confirming`)."""
+        statements = self._preamble(query)
+        statements.append((query.sql, query.params))
+        if confirm:
+            statements.insert(0, (self.sql.CONFIRM_COMMIT, {}))
+        return statements
 
     def _remember_lists(self, thread_id: str, ns: str, states: Sequence[tuple[str, ListState]]) -> None:
         for channel, state in states:

@@ -316,7 +316,7 @@ class DurablePostgresSaver(SaverCore):
         which holds the locks to its end, and the second one's snapshot follows the wait.
         """
         if wire.usable(conn):
-            statements = [*self._confirming(confirm), *self._preamble(query), (query.sql, query.params)]
+            statements = self._flight(query, confirm)
             timeout = self.retry.attempt_timeout
             with conn.lock:
                 try:

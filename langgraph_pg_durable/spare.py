@@ -56,7 +56,7 @@ class Spare:
         the pool's connections: it gets this one), and the caller gives it back."""
         if not self.enabled or self._kept is not None or time.monotonic() - since > self.hold_for:
             return False
-        if conn.closed or conn.pgconn.transaction_status != _IDLE:
+        if conn.pgconn.transaction_status != _IDLE:  # (a closed connection's is UNKNOWN)
             return False
         if pool.waiting():
             return False

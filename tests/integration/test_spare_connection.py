@@ -120,3 +120,17 @@ def test_a_caller_waiting_for_the_pool_gets_the_connection_the_saver_would_keep(
         assert got and time.monotonic() - started < 10  # handed over at the call's end, not at the timeout
         pool.putconn(got[0])
         pool.putconn(held)
+
+
+def test_a_closed_connection_is_never_kept(pg_dsn: str) -> None:
+    """Spare reads only the transaction status: libpq's of a closed connection is UNKNOWN."""
+    from psycopg import pq
+
+    from langgraph_pg_durable.spare import Spare
+
+    conn = psycopg.connect(pg_dsn, autocommit=True)
+    assert conn.pgconn.transaction_status == pq.TransactionStatus.IDLE
+    conn.close()
+    assert conn.pgconn.transaction_status == pq.TransactionStatus.UNKNOWN
+    idle_pool = type("Pool", (), {"waiting": lambda self: 0})()
+    assert not Spare(enabled=True).keep(conn, time.monotonic(), idle_pool)

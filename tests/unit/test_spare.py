@@ -12,8 +12,9 @@ from langgraph_pg_durable.spare import Spare
 
 
 def connection(status: pq.TransactionStatus = pq.TransactionStatus.IDLE, *, closed: bool = False) -> SimpleNamespace:
-    """What Spare reads of a connection: whether it is closed, and its transaction status."""
-    return SimpleNamespace(closed=closed, pgconn=SimpleNamespace(transaction_status=status))
+    """What Spare reads of a connection: its transaction status (libpq's of a closed one,
+    whose PGconn is gone, is UNKNOWN)."""
+    return SimpleNamespace(closed=closed, pgconn=SimpleNamespace(transaction_status=pq.TransactionStatus.UNKNOWN if closed else status))
 
 
 def pool(waiting: int = 0) -> SimpleNamespace:
