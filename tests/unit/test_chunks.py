@@ -33,3 +33,45 @@ def test_out_of_range_is_an_index_error() -> None:
     with pytest.raises(IndexError):
         Chunked.of([1, 2])[2]
     assert as_chunked((1, 2)) == (1, 2) and as_chunked(Chunked.of([1])) == Chunked.of((1,))
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.lists(st.integers(), max_size=CHUNK // 3)), max_size=12))
+def test_every_version_reads_the_same_however_later_ones_grow_or_fork(steps: list[tuple[int, list[int]]]) -> None:
+    """Each step extends one of the versions made so far (the newest, or an older one: a
+    fork); whatever the others appended to a shared last chunk, every version still reads
+    as the tuple it was made as."""
+    versions: list[tuple[Chunked[int], tuple[int, ...]]] = [(Chunked.of(range(5)), tuple(range(5)))]
+    for pick, more in steps:
+        seq, expected = versions[pick % len(versions)]
+        versions.append((seq.extended(more), expected + tuple(more)))
+        for made, want in versions:
+            assert tuple(made) == want and len(made) == len(want) and made == want
+            assert all(made[i] == want[i] for i in range(0, len(want), 97))
+
+
+def test_growing_the_newest_version_appends_in_place_and_a_fork_copies() -> None:
+    first = Chunked.of([1, 2, 3])
+    second = first.extended([4])
+    assert second._chunks is first._chunks  # nothing copied: the shared last chunk grew
+    third = second.extended([5])
+    fork = second.extended([6])  # second's last chunk already holds 5, which is not second's
+    assert fork._chunks is not second._chunks
+    assert (tuple(first), tuple(second), tuple(third), tuple(fork)) == ((1, 2, 3), (1, 2, 3, 4), (1, 2, 3, 4, 5), (1, 2, 3, 4, 6))
+    assert first.prefix(2) == (1, 2) and third.prefix(4) == second
+
+
+def test_an_append_that_another_beat_to_the_shared_chunk_copies_instead() -> None:
+    """The interleaving forced: a sequence saw its shared last chunk at its own length, and
+    another sequence's append landed before its own (as a thread switch between the check
+    and the append would do). Its items landed past the other's: it must not claim them."""
+    from langgraph_pg_durable.core.chunks import _appended
+
+    base = Chunked.of([1, 2])
+    tail = base._chunks[-1]
+    assert isinstance(tail, list)
+    other = Chunked(base._chunks, 3)
+    tail.append("other's")  # the other sequence's append, after this one's check
+    assert not _appended(tail, 2, ("mine",))  # landed at 3, after the other's item
+    grown = base.extended(["mine"])  # what extended does then: a copy
+    assert tuple(grown) == (1, 2, "mine") and tuple(other) == (1, 2, "other's") and tuple(base) == (1, 2)
+    assert _appended([1, 2], 2, ("x",))
