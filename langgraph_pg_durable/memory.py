@@ -18,10 +18,11 @@ from .core.actions import KNOWN, SendToName
 from .core.fencing import new_writer
 from .core.history import lane_key_columns
 from .core.item_group import ItemGroup
-from .core.lists import ListState, Location, RawItems
+from .core.lists import ListState, Location, OfferedObject, RawItems
 from .core.offload import sha256_hex
 
 DEFAULT_ITEM_CACHE_BYTES = 64 << 20
+MAX_OFFERED_OBJECTS = 64  # the pending writes (by checkpoint and channel) whose item objects are kept
 DEFAULT_SEEN_BYTES = 64 << 20
 _DATA = operator.itemgetter(1)  # the bytes of a (type, bytes) item
 
@@ -49,6 +50,7 @@ class ListMemory:
         self._max_seen_bytes = max_seen_bytes
         self._held: OrderedDict[tuple[str, str, str], dict[str, str]] = OrderedDict()
         self._offers: OrderedDict[tuple[str, str, str, str], dict[bytes, Location]] = OrderedDict()
+        self._offered_objects: OrderedDict[tuple[str, str, str, str], dict[int, OfferedObject]] = OrderedDict()
         self._max_states = max_states
         self._max_checkpoints = max_checkpoints
         self._lock = threading.Lock()
@@ -68,6 +70,8 @@ class ListMemory:
                 self._unsee(key)
             for key in [k for k in self._offers if k[:2] == (thread_id, ns)]:
                 del self._offers[key]
+            for key in [k for k in self._offered_objects if k[:2] == (thread_id, ns)]:
+                del self._offered_objects[key]
 
     def forget_threads(self, thread_ids: Sequence[str]) -> None:
         """Drop everything known of these threads, in every namespace: the versions their
@@ -79,6 +83,8 @@ class ListMemory:
                 self._unsee(key)
             for offer in [k for k in self._offers if k[0] in threads]:
                 del self._offers[offer]
+            for offer in [k for k in self._offered_objects if k[0] in threads]:
+                del self._offered_objects[offer]
             for held in [k for k in self._held if k[0] in threads]:
                 del self._held[held]
 
@@ -114,19 +120,39 @@ class ListMemory:
         with self._lock:
             return self._held.get((thread_id, ns, checkpoint_id))
 
-    def offer(self, thread_id: str, ns: str, checkpoint_id: str, channel: str, offered: Sequence[tuple[bytes, Location]]) -> None:
-        """Record items a pending write of a checkpoint stored, for its child's delta."""
+    def offer(
+        self,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        channel: str,
+        offered: Sequence[tuple[bytes, Location]],
+        objects: Sequence[OfferedObject] = (),
+    ) -> None:
+        """Record items a pending write of a checkpoint stored, for its child's delta, and
+        the item objects (see `lists.plan`; kept for the last `MAX_OFFERED_OBJECTS` offers
+        only: they hold the graph's own objects, which a delta needs only at the next put)."""
         with self._lock:
             key = (thread_id, ns, checkpoint_id, channel)
             self._offers.setdefault(key, {}).update(offered)
             self._offers.move_to_end(key)
             while len(self._offers) > self._max_checkpoints:
                 self._offers.popitem(last=False)
+            if objects:
+                self._offered_objects.setdefault(key, {}).update((id(entry[0]), entry) for entry in objects)
+                self._offered_objects.move_to_end(key)
+                while len(self._offered_objects) > MAX_OFFERED_OBJECTS:
+                    self._offered_objects.popitem(last=False)
 
     def offered(self, thread_id: str, ns: str, checkpoint_id: str | None, channel: str) -> dict[bytes, Location]:
         """Items the checkpoint's pending writes to the channel stored, by digest."""
         with self._lock:
             return dict(self._offers.get((thread_id, ns, checkpoint_id or "", channel), {}))
+
+    def offered_objects(self, thread_id: str, ns: str, checkpoint_id: str | None, channel: str) -> Mapping[int, OfferedObject]:
+        """The item objects the checkpoint's pending writes to the channel stored, by id."""
+        with self._lock:
+            return dict(self._offered_objects.get((thread_id, ns, checkpoint_id or "", channel), {}))
 
     def recent(self, thread_id: str, ns: str, *, limit: int = 4, scan: int = 64) -> list[tuple[str, ListState]]:
         """(channel, state) of the lane's most recently stored or read list versions: the

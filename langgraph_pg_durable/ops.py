@@ -618,8 +618,8 @@ class SaverCore(BaseCheckpointSaver[str]):
         groups = built.item_groups
         # Offered now: the child's put waits for these writes (see inflight.py), and one
         # that uses items not committed after all finds them missing and stores its own.
-        for channel, offered in built.offers:
-            self.memory.offer(thread_id, ns, checkpoint_id, channel, offered)
+        for channel, offered, objects in built.offers:
+            self.memory.offer(thread_id, ns, checkpoint_id, channel, offered, objects)
 
         # The run's row is left out when the task sets no status and this saver wrote the row
         # with its agent already (see sql.writes._task_log).

@@ -150,6 +150,7 @@ def put_params(
             offered = (
                 bases.offered(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel) if use_offers and bases is not None else {}
             )
+            objects = bases.offered_objects(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channel) if offered and bases else None
             row = list_layout.plan(
                 codec,
                 channel=channel,
@@ -160,6 +161,7 @@ def put_params(
                 placement=placement,
                 where=what,
                 offered=offered,
+                offered_objects=objects,
             )
             type_, ref = list_layout.LIST_TYPE, None
             inline: bytes | None = row.value
@@ -290,15 +292,15 @@ class WritesParams:
     tried first: see `sql.writes.put_packed_writes`).
 
     `replace`: every write is to a special channel, whose rows a retry overwrites;
-    `uploads`: objects to store first; `offers`: the items stored per channel (for the
-    child's delta); `item_groups`: the items stored inline, decompressed (for the item cache).
+    `uploads`: objects to store first; `offers`: the items stored per channel, and their
+    objects (for the child's delta); `item_groups`: the items stored inline, decompressed (for the item cache).
     """
 
     params: dict[str, Any]
     packed: dict[str, Any] | None
     replace: bool
     uploads: list[Upload]
-    offers: list[tuple[str, list[tuple[bytes, list_layout.Location]]]]
+    offers: list[tuple[str, list[tuple[bytes, list_layout.Location]], list[list_layout.OfferedObject]]]
     item_groups: dict[tuple[str, str], list_layout.RawItems]
     # (indexes, channels, types, values, references, item keys) of the writes, one each.
     writes: tuple[list[int], list[str], list[str], list[bytes | None], list[ObjectRef | None], list[str | None]]
@@ -359,7 +361,7 @@ def put_writes_params(
     refs: list[ObjectRef | None] = []
     uploads: list[Upload] = []
     items: list[ItemRow] = []
-    offers: list[tuple[str, list[tuple[bytes, list_layout.Location]]]] = []
+    offers: list[tuple[str, list[tuple[bytes, list_layout.Location]], list[list_layout.OfferedObject]]] = []
     special = 0  # writes to LangGraph's special channels (__error__, __interrupt__, ...)
     for i, (channel, value) in enumerate(writes):
         special_idx = WRITES_IDX_MAP.get(channel)
@@ -383,7 +385,7 @@ def put_writes_params(
             item_keys.append(stored.key)
             items.extend(stored.items)
             uploads.extend(stored.uploads)
-            offers.append((channel, stored.offered))
+            offers.append((channel, stored.offered, stored.objects))
             continue
         type_, data = codec.dump(value, channel=channel, where=where)
         inline, ref = placement.place(data, where=functools.partial(_written_value_named, where, channel))

@@ -347,17 +347,23 @@ def plan(
     placement: Placement,
     where: Where,
     offered: Mapping[bytes, Location] | None = None,
+    offered_objects: Mapping[int, OfferedObject] | None = None,
 ) -> ListRow:
     """The rows that store `value` as version `version`: a delta on `base` (the version
     the parent checkpoint holds) when `value` only appends to it within the chain limit,
     else a snapshot reusing whatever items `base` already stored.
 
     `offered` are items the parent checkpoint's pending writes stored, by digest: an
-    appended item found there is used where it is rather than stored again.
+    appended item found there is used where it is rather than stored again. Those
+    writes' objects (`offered_objects`, by id): an appended item that is one of them,
+    unchanged since it was written (its `item_mark`), takes the digest the write made of
+    it, and is not serialized again (a plain list's step serialized its new item twice).
     """
     seen = base.seen if base is not None else None
     start = seen.unchanged_prefix(value) if seen is not None else 0
     unchanged = base.digests.prefix(start) if base is not None and start else Chunked()
+    if offered_objects and base is not None and start == len(base.digests):
+        unchanged = unchanged.extended(_written_digests(value, start, offered_objects))
     digests, stored_form = codec.dump_items(value, channel=channel, where=where, known=unchanged)
     # Every item of the base still there, unchanged: an append, without comparing digests.
     appends = base is not None and (start == len(base.digests) or _extends(digests, base.digests))
@@ -424,6 +430,18 @@ def plan(
     return ListRow(body, chain, item_versions, items, uploads, state, needs, item_needs)
 
 
+def _written_digests(value: Sequence[Any], start: int, written: Mapping[int, OfferedObject]) -> list[bytes]:
+    """The digests of the items of `value` from `start` on that are objects a pending write
+    stored and still show the mark they had then, as far as they run unbroken."""
+    found: list[bytes] = []
+    for item in itertools.islice(value, start, None):
+        entry = written.get(id(item))
+        if entry is None or entry[0] is not item or not _unchanged(item, entry[1]):
+            break
+        found.append(entry[2])
+    return found
+
+
 @dataclass(slots=True)  # made per item or list row read or written: not frozen (see core.plan.Query)
 class WriteItems:
     """A pending write stored as items: its row's body, its items, what a delta may reuse."""
@@ -433,6 +451,12 @@ class WriteItems:
     items: list[ItemRow]
     uploads: list[Upload]
     offered: list[tuple[bytes, Location]]  # (digest, location) of each item
+    objects: list[OfferedObject]  # each item's object, its mark and its digest (see `plan`)
+
+
+# An item a pending write stored, as the next put may find it in its list: the object, its
+# `item_mark` when written, and the digest of its serialized form.
+OfferedObject = tuple[Any, Any, bytes]
 
 
 def write_items(
@@ -480,7 +504,8 @@ def write_items(
             )
         )
     body = orjson.dumps({"k": key, "n": len(values), "list": type(value) is list})
-    return WriteItems(key, body, items, uploads, [(d, (key, i)) for i, d in enumerate(digests)])
+    objects = [(item, item_mark(item), d) for item, d in zip(values, digests)]
+    return WriteItems(key, body, items, uploads, [(d, (key, i)) for i, d in enumerate(digests)], objects)
 
 
 def load_write(codec: Codec, body: bytes, items: Mapping[Location, Any] | None, decoded: bool, *, where: Where) -> Any:
@@ -729,6 +754,8 @@ class ListBases(Protocol):
     def base(self, thread_id: str, ns: str, parent_id: str | None, channel: str) -> ListState | None: ...
 
     def offered(self, thread_id: str, ns: str, checkpoint_id: str | None, channel: str) -> dict[bytes, Location]: ...
+
+    def offered_objects(self, thread_id: str, ns: str, checkpoint_id: str | None, channel: str) -> Mapping[int, OfferedObject]: ...
 
     def bases_of(self, thread_id: str, ns: str, checkpoint_id: str | None, channels: Iterable[str]) -> dict[str, ListState]: ...
 

@@ -306,7 +306,7 @@ def test_a_put_that_outruns_the_pending_write_stores_the_items_itself(pg_dsn: st
         built = encode.put_writes_params(
             saver.codec, history.head[0], [("items", ["second"])], "task", "", saver.placement, saver.lists, saver.memory
         )
-        for channel, offered in built.offers:
+        for channel, offered, _ in built.offers:
             saver.memory.offer("outrun", "", parent, channel, offered)
         history.put(["first", "second"])
     check_every_checkpoint(pg_dsn, schema_name, "outrun", history.expected, saver.serde)

@@ -519,3 +519,54 @@ def test_a_group_with_an_offloaded_item_is_not_handed_to_the_item_cache() -> Non
     row = plan(codec, channel="c", version="v1", value=["x" * 100, "y"], base=None, snapshot_every=4, placement=big, where="w")
     assert [i.data is None for i in row.items] == [True, False]
     assert inline_item_groups(row.items) == {}
+
+
+def test_an_appended_item_a_pending_write_stored_is_not_serialized_again_unless_it_changed() -> None:
+    """A plain list's step: the task's write stored the new item (write_items), and the
+    put finds that very object at the list's end. Unchanged since, the put takes the
+    write's digest and item and serializes nothing; changed in place since, it is
+    serialized, stored as the put's own item, and reads back changed."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from langgraph_pg_durable.core.lists import write_items
+
+    dumped: list[Any] = []
+
+    class Counting(JsonPlusSerializer):
+        def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+            dumped.append(obj)
+            return super().dumps_typed(obj)
+
+    codec, placement = Codec(Counting()), Placement(enabled=False)
+    base = plan(codec, channel="c", version="v1", value=["a", "b"], base=None, snapshot_every=4, placement=placement, where="w")
+    for changed in (False, True):
+        item = {"text": "new", "n": 1}
+        written = write_items(codec, channel="c", value=[item], identity="cp\x00task\x000", placement=placement, where="w")
+        offered = dict(written.offered)
+        objects = {id(obj): (obj, mark, digest) for obj, mark, digest in written.objects}
+        if changed:
+            item["n"] = 2  # a reducer (or the node) changed it after the write was stored
+        dumped.clear()
+        row = plan(
+            codec,
+            channel="c",
+            version="v2",
+            value=["a", "b", item],
+            base=base.state,
+            snapshot_every=4,
+            placement=placement,
+            where="w",
+            offered=offered,
+            offered_objects=objects,
+        )
+        assert dumped == ([item] if changed else [])
+        assert [(i.version, i.idx) for i in row.items] == ([("v2", 0)] if changed else [])
+        rows = {
+            ("c", "v1"): stored(base.chain, base.value, base.item_versions),
+            ("c", "v2"): stored(row.chain, row.value, row.item_versions),
+        }
+        raw: dict[Any, dict[int, Any]] = {("c", "v1"): {i.idx: (i.type, i.data) for i in base.items}}
+        raw[("c", written.key)] = {i.idx: (i.type, i.data) for i in written.items}
+        raw.setdefault(("c", "v2"), {}).update({i.idx: (i.type, i.data) for i in row.items})
+        out = restore(codec, wanted=[("c", "v2")], rows=rows, raw_items=raw, where=lambda ch, v: f"{ch}@{v}")
+        assert out[("c", "v2")][0] == ["a", "b", {"text": "new", "n": 2 if changed else 1}]
