@@ -434,7 +434,8 @@ def _written_digests(value: Sequence[Any], start: int, written: Mapping[int, Off
     """The digests of the items of `value` from `start` on that are objects a pending write
     stored and still show the mark they had then, as far as they run unbroken."""
     found: list[bytes] = []
-    for item in itertools.islice(value, start, None):
+    for i in range(start, len(value)):  # (not islice: it would step over the first `start` items)
+        item = value[i]
         entry = written.get(id(item))
         if entry is None or entry[0] is not item or not _unchanged(item, entry[1]):
             break
