@@ -90,11 +90,7 @@ class ListMemory:
 
     def base(self, thread_id: str, ns: str, parent_id: str | None, channel: str) -> ListState | None:
         """The state of the channel's version in the parent checkpoint, if known."""
-        if parent_id is None:
-            return None
-        with self._lock:
-            version = self._held.get((thread_id, ns, parent_id), {}).get(channel)
-            return None if version is None else self._states.get((thread_id, ns, channel, version))
+        return self.bases_of(thread_id, ns, parent_id, (channel,)).get(channel)
 
     def bases_of(self, thread_id: str, ns: str, checkpoint_id: str | None, channels: Iterable[str]) -> dict[str, ListState]:
         """The known states of the list versions the checkpoint holds of `channels`, by

@@ -119,11 +119,11 @@ def _written(decode: Callable[[Sequence[Any]], T]) -> Callable[[Sequence[Any]], 
     return lambda rows: decode([row for row in rows if row[0]])
 
 
-# What a write is, for an error message: built only when one is raised (`partial` of these).
 def _is_none(value: Any) -> bool:
     return value is None
 
 
+# What a write is, for an error message: built only when one is raised (`partial` of these).
 def _put_named(checkpoint_id: Any, thread_id: str) -> str:
     return f"put of checkpoint {shown(checkpoint_id)} on thread {shown(thread_id)}"
 
@@ -570,13 +570,17 @@ class SaverCore(BaseCheckpointSaver[str]):
             lock = (self.sql.lock_threads, {"lock_keys": Int8Array(locks)})
         return [lock, *query.before] if self._commit_setting is None else [lock, *query.before, self._commit_setting]
 
+    def _confirming(self, confirm: bool) -> list[tuple[str, Mapping[str, Any]]]:
+        """A statement that gives the transaction an id when `confirm`: its commit then waits
+        for the synchronous standby, which confirms the earlier commit the server did not."""
+        return [(self.sql.CONFIRM_COMMIT, {})] if confirm else []
+
     def _flight(self, query: Query[Any], confirm: bool) -> list[tuple[str, Mapping[str, Any]]]:
-        """The statements of `query`'s flight: its preamble and itself, after the statement
-        that confirms an earlier commit when `confirm` (see the shells' `_confirming`)."""
+        """The statements of `query`'s flight: its preamble and itself, after `_confirming`'s."""
         statements = self._preamble(query)
         statements.append((query.sql, query.params))
         if confirm:
-            statements.insert(0, (self.sql.CONFIRM_COMMIT, {}))
+            statements[:0] = self._confirming(confirm)
         return statements
 
     def _remember_lists(self, thread_id: str, ns: str, states: Sequence[tuple[str, ListState]]) -> None:

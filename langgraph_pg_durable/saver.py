@@ -300,11 +300,6 @@ class DurablePostgresSaver(SaverCore):
             return None
         return max(0.1, min(self.conn.timeout, time_left(self.retry, started)))
 
-    def _confirming(self, confirm: bool) -> list[tuple[str, Mapping[str, Any]]]:
-        """A statement that gives the transaction an id when `confirm`: its commit then waits
-        for the synchronous standby, which confirms the earlier commit the server did not."""
-        return [(self.sql.CONFIRM_COMMIT, {})] if confirm else []
-
     def _send(self, conn: Connection, query: Query[Any], *, confirm: bool = False) -> list[Any]:
         """One flight on an autocommit connection (through `wire` when it is idle): the
         prepare goes with the statement.
