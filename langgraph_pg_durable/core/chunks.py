@@ -21,9 +21,13 @@ import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar, overload
 
+from . import identity
+
 T = TypeVar("T")
 
 CHUNK = 1024  # items per chunk; every chunk but the last holds exactly this many
+# From this many items `same_head` compares pointer arrays (below, `map(operator.is_)` is as fast).
+SAME_HEAD_FAST_FROM = 128
 
 
 class Chunked(Sequence[T], Generic[T]):
@@ -72,6 +76,30 @@ class Chunked(Sequence[T], Generic[T]):
         full, rest = divmod(n, CHUNK)
         chunks = self._chunks[:full] + ((tuple(self._chunks[full][:rest]),) if rest else ())
         return Chunked(chunks, n)
+
+    def same_head(self, value: Sequence[Any]) -> bool:
+        """Whether `value` begins with these very objects (`is`, item for item), as far as
+        the shorter of the two goes. A long list is compared a chunk at a time at memcmp
+        speed (see identity.py): a slice of it, which no other thread can reach, against
+        the chunk; 2-3x faster than `map(operator.is_)` from a thousand items on."""
+        n = min(self._len, len(value))
+        if n < SAME_HEAD_FAST_FROM or type(value) is not list or not identity.FAST:
+            return all(map(operator.is_, value, self))
+        at = 0
+        for chunk in self._chunks:
+            if at >= n:
+                break
+            take = min(len(chunk), n - at)
+            if type(chunk) is tuple:
+                mine = identity.pointers(chunk)[: take * identity.WORD]
+            elif type(chunk) is list:  # the short last chunk, which longer sequences append to: a slice of it
+                mine = identity.own_list_pointers(chunk[:take])
+            else:
+                return all(map(operator.is_, value, self))
+            if identity.own_list_pointers(value[at : at + take]) != mine:
+                return False
+            at += take
+        return True
 
     def __len__(self) -> int:
         return self._len

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import operator
+import struct
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from langgraph_pg_durable.core import identity
 from langgraph_pg_durable.core.chunks import CHUNK, Chunked, as_chunked
 
 
@@ -75,3 +79,58 @@ def test_an_append_that_another_beat_to_the_shared_chunk_copies_instead() -> Non
     grown = base.extended(["mine"])  # what extended does then: a copy
     assert tuple(grown) == (1, 2, "mine") and tuple(other) == (1, 2, "other's") and tuple(base) == (1, 2)
     assert _appended([1, 2], 2, ("x",))
+
+
+def _equal_copy(item: str) -> str:
+    """An object equal to `item` and not it."""
+    copy = (item + ".")[:-1]
+    assert copy == item and copy is not item
+    return copy
+
+
+@given(
+    st.integers(0, 3 * CHUNK + 40),
+    st.integers(0, 3),
+    st.sampled_from(["same", "equal copy", "other", "shorter", "longer"]),
+    st.data(),
+)
+def test_same_head_is_identity_item_for_item(size: int, forks: int, change: str, data: st.DataObject) -> None:
+    """Whatever the sizes, the chunk boundaries, the shared last chunk that other sequences
+    appended to, `same_head` answers as `map(operator.is_)` would: an equal copy of an item
+    in place of it is a change."""
+    items = [f"item {i}" for i in range(size)]
+    seq = Chunked.of(items)
+    for n in range(forks):  # longer sequences append to the shared last chunk; seq reads its own length
+        seq.extended([f"fork {n}"])
+    value = [*items, "appended"]
+    if change == "equal copy" and items:
+        i = data.draw(st.integers(0, size - 1))
+        value[i] = _equal_copy(value[i])
+    elif change == "other" and items:
+        value[data.draw(st.integers(0, size - 1))] = "other"
+    elif change == "shorter":
+        value = value[: data.draw(st.integers(0, size))]
+    elif change == "longer":
+        value = [*value, *(f"more {i}" for i in range(data.draw(st.integers(0, 5))))]
+    expected = all(map(operator.is_, value, seq))
+    assert seq.same_head(value) is expected
+    assert seq.same_head(tuple(value)) is expected  # not a list: item by item
+
+
+def test_same_head_without_the_pointer_layout_answers_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    items = [f"item {i}" for i in range(2 * CHUNK + 3)]
+    seq = Chunked.of(items)
+    changed = [*items]
+    changed[CHUNK + 1] = _equal_copy(changed[CHUNK + 1])
+    fast = (seq.same_head([*items, "x"]), seq.same_head(changed))
+    monkeypatch.setattr(identity, "FAST", False)
+    assert (seq.same_head([*items, "x"]), seq.same_head(changed)) == fast == (True, False)
+
+
+def test_this_interpreter_reads_pointer_arrays() -> None:
+    """CPython lays tuples and lists out as identity.py reads them (else the fast path would
+    be off everywhere, silently)."""
+    assert identity.FAST
+    items = (object(), object())
+    assert identity.pointers(items) == identity.own_list_pointers(list(items)) == struct.pack("2P", *map(id, items))
+    assert identity.own_list_pointers([]) == b""
