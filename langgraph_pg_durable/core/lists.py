@@ -48,6 +48,7 @@ LIST_TYPE = "langgraph-pg-durable/list-v1"
 WRITE_ITEMS_TYPE = "langgraph-pg-durable/write-items-v1"  # a pending write whose items are in channel_items
 CHAIN_SEPARATOR = "\x1f"  # joins a chain's versions into one text parameter
 DEFAULT_SNAPSHOT_EVERY = 16
+KEEP_SEGMENTS_FROM = 1024  # items of a list whose states keep its segments (see ListState.segments)
 
 Segment = tuple[str, int, int]  # version whose items these are, first idx, count
 RawItems = MutableMapping[int, StoredItem]  # idx -> (serializer type, bytes) of one version's items (a dict, or an ItemGroup)
@@ -217,6 +218,10 @@ class SegmentLocations(Chunked[Location]):
         """The versions whose items the list uses, from its segments."""
         return frozenset(map(_VERSION, self._segments))
 
+    def segments(self) -> tuple[Segment, ...]:
+        """The runs of items the locations were made from."""
+        return self._segments
+
 
 class ListState:
     """What a writer needs to know of a stored list version to append to it.
@@ -229,7 +234,7 @@ class ListState:
     serializing them again.
     """
 
-    __slots__ = ("version", "chain", "locations", "seen", "_digests", "_raw", "_item_versions")
+    __slots__ = ("version", "chain", "locations", "seen", "_digests", "_raw", "_item_versions", "_segments")
 
     def __init__(
         self,
@@ -239,6 +244,7 @@ class ListState:
         locations: Sequence[Location],
         raw: Iterable[tuple[str, bytes]] | None = None,
         seen: Seen | None = None,
+        segments: Chunked[Segment] | None = None,
     ) -> None:
         self.version = version
         self.chain = chain  # the rows before this one, snapshot first; () for a snapshot
@@ -247,17 +253,30 @@ class ListState:
         self._digests = as_chunked(digests) if digests is not None else None
         self._raw = raw
         self._item_versions: frozenset[str] | None = None
+        self._segments = segments  # of the whole list (see `segments`), when known
 
     def pinned(self) -> ListState:
         """This state with the objects it holds now (the saver's memory may let go of the
         original's at any time): a read that relies on them keeps them."""
-        pinned = ListState(self.version, self.chain, self._digests, self.locations, self._raw, self.seen)
+        pinned = ListState(self.version, self.chain, self._digests, self.locations, self._raw, self.seen, self._segments)
         pinned._item_versions = self.item_versions  # computed once, for both
         return pinned
 
     def seeing(self, value: Sequence[Any], weight: int) -> ListState:
         """This state, holding `value`'s objects (the list as just decoded from it)."""
-        return ListState(self.version, self.chain, self._digests, self.locations, self._raw, Seen.of(value, weight))
+        return ListState(self.version, self.chain, self._digests, self.locations, self._raw, Seen.of(value, weight), self._segments)
+
+    @property
+    def segments(self) -> Chunked[Segment]:
+        """The runs of items of one version the whole list is made of, in list order: what a
+        snapshot's row holds. Kept from state to state for a long list (a put's delta extends
+        its base's), so that its snapshot does not walk every item's location (0.37 ms a
+        step, amortized, at 100,000 items); else made from the locations when asked."""
+        if self._segments is None:
+            locations = self.locations
+            found = locations.segments() if isinstance(locations, SegmentLocations) else _segments(locations)
+            self._segments = Chunked.of(found)
+        return self._segments
 
     @property
     def item_versions(self) -> frozenset[str]:
@@ -398,12 +417,16 @@ def plan(
         # snapshot of a long list 0.14 s).
         own = [offered.get(digests[i]) or store(i) for i in range(len(base.digests), len(value))]
         locations: Chunked[Location] = base.locations.extended(own)
+        own_segments = _segments(own)
+        # A long list's segments are kept from state to state; a short one's are found
+        # again at its snapshot (cheaper than keeping them at every put).
+        whole = _joined(base.segments, own_segments) if len(locations) > KEEP_SEGMENTS_FROM else None
         if len(base.chain) + 1 < snapshot_every:
             chain = (*base.chain, base.version)
-            segments = _segments(own)
+            segments = own_segments
         else:
             chain = ()
-            segments = _segments(locations)
+            segments = list(whole) if whole is not None else _segments(locations)
     else:
         chain = ()
         known: dict[bytes, Location] = dict(offered)
@@ -416,11 +439,12 @@ def plan(
             placed.append(known[d])
         locations = Chunked.of(placed)
         segments = _segments(locations)
+        whole = Chunked.of(segments) if len(locations) > KEEP_SEGMENTS_FROM else None
     item_versions = tuple(dict.fromkeys(s[0] for s in segments))
     weight = sum(len(row.data or b"") for row in items)
     if seen is not None and start:
         weight += seen.weight * start // max(len(seen.objects), 1)
-    state = ListState(version, chain, digests, locations, seen=Seen.of(value, weight, prefix=seen, start=start))
+    state = ListState(version, chain, digests, locations, seen=Seen.of(value, weight, prefix=seen, start=start), segments=whole)
     body = list_body(segments, item_versions)
     # A snapshot reusing stored items relies on the base rows that hold them.
     reused = any(location[0] != version for location in locations)
@@ -529,6 +553,16 @@ def load_write(codec: Codec, body: bytes, items: Mapping[Location, Any] | None, 
 
 def _extends(digests: Sequence[bytes], base: Sequence[bytes]) -> bool:
     return len(digests) >= len(base) and tuple(digests[: len(base)]) == tuple(base)
+
+
+def _joined(segments: Chunked[Segment], more: Sequence[Segment]) -> Chunked[Segment]:
+    """`segments` then `more`, the first of `more` merged into the last of `segments` when it
+    runs on from it (as `_segments` of the locations end to end would have it)."""
+    if segments and more:
+        version, start, count = segments[-1]
+        if more[0][0] == version and more[0][1] == start + count:
+            return segments.prefix(len(segments) - 1).extended([(version, start, count + more[0][2]), *more[1:]])
+    return segments.extended(more)
 
 
 def _segments(locations: Iterable[Location]) -> list[Segment]:

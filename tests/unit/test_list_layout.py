@@ -15,8 +15,20 @@ from rowstore import RowStoreSaver
 
 from langgraph_pg_durable.core.codec import COMPRESSED, Codec, unpacked
 from langgraph_pg_durable.core.encode import inline_item_groups
+from langgraph_pg_durable.core import lists as list_layout
 from langgraph_pg_durable.core.chunks import Chunked
-from langgraph_pg_durable.core.lists import ListState, SegmentLocations, _segments, pick, pick_segments, plan, restore, segments_of, stored
+from langgraph_pg_durable.core.lists import (
+    ListState,
+    SegmentLocations,
+    _joined,
+    _segments,
+    pick,
+    pick_segments,
+    plan,
+    restore,
+    segments_of,
+    stored,
+)
 from langgraph_pg_durable.core.offload import Placement
 from langgraph_pg_durable.errors import HistoryRewoundError, ListIntegrityError
 
@@ -424,6 +436,47 @@ def test_segments_are_the_runs_of_consecutive_items_of_one_version(locations: li
     """Grouped by version at C speed, split where idxs do not run on: the same runs as a
     look at each item finds, gaps, repeats and idxs going back included."""
     assert _segments(locations) == _segments_item_by_item(locations)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["v1", "v2", "~w"]), st.integers(min_value=0, max_value=6)), max_size=40), st.data())
+def test_segments_joined_are_the_segments_of_the_locations_end_to_end(locations: list[tuple[str, int]], data: st.DataObject) -> None:
+    """A state's segments are its base's with the put's own after them, the two runs that
+    meet merged when one runs on into the other: as if the whole list were walked."""
+    cut = data.draw(st.integers(0, len(locations)))
+    head, tail = locations[:cut], locations[cut:]
+    assert list(_joined(Chunked.of(_segments(head)), _segments(tail))) == _segments(locations)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.integers(1, 3), st.just("edit")), min_size=1, max_size=30), st.integers(2, 5), st.sampled_from([0, 8, 1024]))
+def test_each_state_knows_the_segments_of_its_whole_list(steps: list[Any], snapshot_every: int, keep_from: int) -> None:
+    """Through deltas, snapshots of appends and snapshots after an edit, a state's segments
+    are those of its locations, and a snapshot's row names them, whether the states keep
+    them (a list longer than KEEP_SEGMENTS_FROM) or find them when asked."""
+    codec, placement = Codec(RowStoreSaver().serde), Placement(enabled=False)
+    base, value = None, []
+    kept, list_layout.KEEP_SEGMENTS_FROM = list_layout.KEEP_SEGMENTS_FROM, keep_from
+    try:
+        for n, step in enumerate(steps):
+            value = [*value, *(f"item {n}.{i}" for i in range(step))] if step != "edit" else [f"edited {n}", *value[1:]]
+            row = plan(
+                codec,
+                channel="items",
+                version=f"v{n}",
+                value=value,
+                base=base,
+                snapshot_every=snapshot_every,
+                placement=placement,
+                where="t",
+            )
+            if not row.chain:
+                assert stored((), row.value, row.item_versions).segments == tuple(_segments(row.state.locations))
+            base = row.state
+            assert (base._segments is not None) == (len(value) > keep_from)
+            assert list(base.segments) == _segments(base.locations)
+    finally:
+        list_layout.KEEP_SEGMENTS_FROM = kept
 
 
 def test_a_snapshot_of_appends_keeps_every_item_where_it_is_stored() -> None:
