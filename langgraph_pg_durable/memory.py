@@ -57,8 +57,10 @@ class ListMemory:
 
     def holds(self, thread_id: str, ns: str, checkpoint_id: str, versions: Mapping[str, Any]) -> None:
         """Record the channel versions a checkpoint holds."""
+        # (Versions are text as a rule: copied at C speed then, not converted one by one.)
+        held = dict(versions) if set(map(type, versions.values())) <= {str} else {k: str(v) for k, v in versions.items()}
         with self._lock:
-            self._held[(thread_id, ns, checkpoint_id)] = {k: str(v) for k, v in versions.items()}
+            self._held[(thread_id, ns, checkpoint_id)] = held
             while len(self._held) > self._max_checkpoints:
                 self._held.popitem(last=False)
 
@@ -95,7 +97,7 @@ class ListMemory:
     def bases_of(self, thread_id: str, ns: str, checkpoint_id: str | None, channels: Iterable[str]) -> dict[str, ListState]:
         """The known states of the list versions the checkpoint holds of `channels`, by
         channel: what a task's writes to it extend (one look under the lock for them all)."""
-        if checkpoint_id is None:
+        if checkpoint_id is None or not self._states:  # (no list in the layout yet: most DeltaChannel graphs)
             return {}
         found: dict[str, ListState] = {}
         with self._lock:

@@ -1083,7 +1083,10 @@ class SaverCore(BaseCheckpointSaver[str]):
         values = checkpoint.get("channel_values") if isinstance(checkpoint, (dict, Mapping)) else None
         if not isinstance(values, (dict, Mapping)):
             return False
-        # (A version that is not text is left to the put's own check, which names it.)
+        # Most puts write no list (the types of the values written, at C speed); a version
+        # that is not text is left to the put's own check, which names it.
+        if list not in set(map(type, map(values.get, new_versions))):
+            return False
         return any(
             isinstance(version, str) and list_layout.usable(values.get(channel), version, self.lists.snapshot_every)
             for channel, version in new_versions.items()
