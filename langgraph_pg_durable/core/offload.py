@@ -8,6 +8,7 @@ fetched bytes in the value column so the row decoders see inline data either way
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +56,12 @@ class Placement:
     enabled: bool = True  # False: no object store configured
     max_inline: int = MAX_INLINE_BYTES
     sha256: Callable[[bytes], str] = field(default=sha256_hex, compare=False)
+
+    @functools.cached_property
+    def inline_up_to(self) -> int:
+        """The size up to which `place` keeps any value inline (no object, no error): a
+        caller skips `place` for those, and the name it would make of the value."""
+        return min(self.threshold, self.max_inline) if self.enabled and self.threshold > 0 else self.max_inline
 
     def place(self, data: bytes, *, where: Where) -> tuple[bytes | None, ObjectRef | None]:
         """(inline bytes, None) or (None, reference) for one serialized value."""

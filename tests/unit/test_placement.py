@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from langgraph_pg_durable import SerializationError
 from langgraph_pg_durable.core.offload import Placement
@@ -28,3 +30,15 @@ def test_a_callable_where_is_called_only_when_a_value_is_refused() -> None:
     with pytest.raises(SerializationError, match="item 3 of channel 'big'.*object_store="):
         placement.place(b"x" * 1001, where=where)
     assert calls == ["named"]
+
+
+@given(st.booleans(), st.integers(0, 64), st.integers(1, 64), st.integers(0, 80))
+def test_a_value_up_to_inline_up_to_is_one_place_keeps_inline(enabled: bool, threshold: int, max_inline: int, size: int) -> None:
+    """The callers skip `place` up to `inline_up_to`: exactly the sizes it keeps inline."""
+    placement = Placement(enabled=enabled, threshold=threshold, max_inline=max_inline, prefix="p")
+    data = b"x" * size
+    try:
+        kept_inline = placement.place(data, where="w") == (data, None)
+    except SerializationError:
+        kept_inline = False
+    assert kept_inline == (size <= placement.inline_up_to)
