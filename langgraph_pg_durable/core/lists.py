@@ -134,11 +134,10 @@ def _all_unchanged(items: Sequence[Any], marks: Sequence[Any]) -> bool:
         fields = list(map(_FIELDS_OF, items))
         if set(map(type, fields)) <= {dict} and not any(map(getattr, items, _EXTRA, itertools.repeat(None))):
             chain = itertools.chain.from_iterable
-            then_keys = list(map(_KEYS, marks))
-            if (
-                list(map(len, fields)) == list(map(len, then_keys))
-                and list(chain(fields)) == list(chain(then_keys))
-                and all(map(operator.is_, chain(map(dict.values, fields)), chain(map(_VALUES, marks))))
+            # Each item's field names as a tuple against its mark's (the names and their
+            # count at once), then every field object against the mark's, end to end.
+            if list(map(tuple, fields)) == list(map(_KEYS, marks)) and all(
+                map(operator.is_, chain(map(dict.values, fields)), chain(map(_VALUES, marks)))
             ):
                 return True
     except (AttributeError, TypeError):  # an item without __dict__ (a str, a dict), a frozen item's mark (None)
