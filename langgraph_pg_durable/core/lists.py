@@ -573,6 +573,9 @@ def _segments(locations: Iterable[Location]) -> list[Segment]:
     """Runs of consecutive items of one version: items of one version side by side are
     grouped at C speed, and a group whose idxs run on without a gap (the rule: a version's
     items are appended together) is one segment without a look at each."""
+    if type(locations) is list and len(locations) == 1:  # a put's own, as a rule: one appended item
+        version, idx = locations[0]
+        return [(version, idx, 1)]
     out: list[Segment] = []
     for version, group in itertools.groupby(locations, _VERSION):
         idxs = list(map(_IDX, group))
