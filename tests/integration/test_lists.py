@@ -7,6 +7,7 @@ stores the list whole would return.
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import operator
 import random
@@ -249,6 +250,32 @@ def test_a_growing_list_stores_each_item_once(pg_dsn: str, schema_name: str) -> 
         snapshots = conn.execute(f'SELECT count(*) FROM "{schema_name}".channel_values WHERE cardinality(list_chain) = 0').fetchone()[0]
     assert items == 40  # not 1 + 2 + ... + 40
     assert snapshots == 5  # versions 1, 9, 17, 25, 33: one in eight
+    check_every_checkpoint(pg_dsn, schema_name, thread_id, history.expected, saver.serde)
+
+
+class Tag(str, enum.Enum):
+    """Equal to the str it stands for, and stored as an enum member."""
+
+    LINE = "line 1500"
+
+
+def test_an_equal_item_of_another_type_in_a_long_list_is_stored_as_it_is(pg_dsn: str, schema_name: str) -> None:
+    """A long list's head is compared with the version it extends by identity, chunk by
+    chunk at memcmp speed (core/identity.py): an item replaced by an equal object of another
+    type, past the first chunks, is stored as the new object, not as the str it equals."""
+    thread_id = f"eq-{uuid.uuid4().hex[:10]}"
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, list_min_bytes=0) as saver:
+        saver.setup()
+        history = History(saver, thread_id)
+        value = [f"line {i}" for i in range(2500)]
+        history.put(value)
+        history.put([*value, "appended"])  # an append: the head is the same objects
+        changed = [*value, "appended", "again"]
+        changed[1500] = Tag.LINE
+        assert changed[1500] == value[1500]
+        history.put(changed)
+        warm = saver.get_tuple({"configurable": {"thread_id": thread_id}}).checkpoint["channel_values"]["items"]  # type: ignore[union-attr]
+    assert type(warm[1500]) is Tag and warm == changed
     check_every_checkpoint(pg_dsn, schema_name, thread_id, history.expected, saver.serde)
 
 
