@@ -175,9 +175,7 @@ def put_params(
             needed_items.extend((channel, v) for v in row.item_needs)
         else:
             type_, data = whole or codec.dump(value, channel=channel, where=where)
-            inline, ref = (
-                (data, None) if len(data) <= placement.inline_up_to else placement.place(data, where=functools.partial(_value_named, what))
-            )
+            inline, ref = placement.place_named(data, _value_named, what)
             chains.append(None)
             item_versions.append(None)
             if ref is not None:
@@ -390,12 +388,7 @@ def put_writes_params(
             offers.append((channel, stored.offered, stored.objects))
             continue
         type_, data = codec.dump(value, channel=channel, where=where)
-        inline: bytes | None
-        ref: ObjectRef | None
-        if len(data) <= placement.inline_up_to:  # (most writes: no name made for an error it cannot raise)
-            inline, ref = data, None
-        else:
-            inline, ref = placement.place(data, where=functools.partial(_written_value_named, where, channel))
+        inline, ref = placement.place_named(data, _written_value_named, where, channel)
         types.append(type_)
         blobs.append(inline)
         refs.append(ref)

@@ -343,12 +343,7 @@ def _item_row(
     """One channel_items row, of item `number` of the list or write `where` names: the item's
     bytes packed, inline or offloaded (upload queued, for `call`: put or put_writes)."""
     stored_type, stored = packed(type_, data)
-    inline: bytes | None
-    ref: ObjectRef | None
-    if len(stored) <= placement.inline_up_to:
-        inline, ref = stored, None
-    else:
-        inline, ref = placement.place(stored, where=functools.partial(_nth_item, number, where))
+    inline, ref = placement.place_named(stored, _nth_item, number, where)
     if ref is not None:
         uploads.append(Upload(ref, stored, f"{call} of {named(where)}, item {number}"))
     return ItemRow(channel, key, idx, stored_type, inline, ref, (type_, data))

@@ -59,9 +59,15 @@ class Placement:
 
     @functools.cached_property
     def inline_up_to(self) -> int:
-        """The size up to which `place` keeps any value inline (no object, no error): a
-        caller skips `place` for those, and the name it would make of the value."""
+        """The size up to which `place` keeps any value inline (no object, no error)."""
         return min(self.threshold, self.max_inline) if self.enabled and self.threshold > 0 else self.max_inline
+
+    def place_named(self, data: bytes, name: Callable[..., str], *parts: Any) -> tuple[bytes | None, ObjectRef | None]:
+        """`place`, the value's name (`name(*parts)`, for a reference's upload or an error)
+        made only for a value that does not stay inline: most values, every step, do."""
+        if len(data) <= self.inline_up_to:
+            return data, None
+        return self.place(data, where=functools.partial(name, *parts))
 
     def place(self, data: bytes, *, where: Where) -> tuple[bytes | None, ObjectRef | None]:
         """(inline bytes, None) or (None, reference) for one serialized value."""

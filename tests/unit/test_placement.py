@@ -42,3 +42,15 @@ def test_a_value_up_to_inline_up_to_is_one_place_keeps_inline(enabled: bool, thr
     except SerializationError:
         kept_inline = False
     assert kept_inline == (size <= placement.inline_up_to)
+    named: list[str] = []
+
+    def name(part: str) -> str:
+        named.append(part)
+        return f"the value of channel {part!r}"
+
+    try:  # place_named places as place does, and makes the name only for the error it raises
+        placed = placement.place_named(data, name, "c")
+    except SerializationError as exc:
+        assert not kept_inline and "channel 'c'" in str(exc) and named == ["c"]
+    else:
+        assert placed == placement.place(data, where="w") and named == []
