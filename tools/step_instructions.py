@@ -94,99 +94,11 @@ def _take_away(saver: Any, kind: str, without: set[str]) -> None:
         safe_serde.refused_names = lambda data, policy: []  # type: ignore[assignment]
 
 
-def _lean(saver: Any) -> dict[str, Any]:
-    """The bare put and put_writes of `--lean` (see the module), on one connection of the saver's pool."""
-    import ormsgpack
-
-    from langgraph_pg_durable import wire
-    from langgraph_pg_durable.core import actions
-    from langgraph_pg_durable.core.arrays import ByteaArray, TextArray
-    from langgraph_pg_durable.core.codec import dump_json
-    from langgraph_pg_durable.core.encode import PACKED_WRITES_TYPE
-    from langgraph_pg_durable.core.metadata import dump_metadata, merge_metadata
-    from langgraph_pg_durable.core.runs import new_run_id
-    from langgraph_pg_durable.sql.schema import thread_lock_keys
-
-    conn = saver.conn.getconn()
-    statements, codec, run_id = saver.sql, saver.codec, new_run_id()
-
-    def flight(thread_id: str, sql: str, params: dict[str, Any]) -> None:
-        lock = (statements.lock_thread, {"lock_key": thread_lock_keys(saver.schema, [thread_id])[0]})
-        conn.wait(wire.exchange(conn, [lock, (sql, params)]))
-
-    def put(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-        c = config["configurable"]
-        thread_id, ns, parent = c["thread_id"], c.get("checkpoint_ns", ""), c.get("checkpoint_id")
-        values = checkpoint["channel_values"]
-        changed = [(ch, v, *codec.dump(values[ch], channel=ch, where="put")) for ch, v in new_versions.items() if ch in values]
-        merged = merge_metadata(config, metadata)
-        metadata_json, exact = dump_metadata(codec, merged)
-        held = [(ch, checkpoint["channel_versions"][ch]) for ch in values]
-        flight(
-            thread_id,
-            statements.put[(True, False, bool(changed))],
-            {
-                "thread_id": thread_id,
-                "checkpoint_ns": ns,
-                "checkpoint_id": checkpoint["id"],
-                "parent_checkpoint_id": parent,
-                "run_id": run_id,
-                "step": merged.get("step"),
-                "source": merged.get("source"),
-                "checkpoint": dump_json({k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}),
-                "value_channels": TextArray(ch for ch, _ in held),
-                "value_versions": TextArray(v for _, v in held),
-                "metadata": metadata_json,
-                "metadata_exact": exact,
-                "check_parent": parent,
-                "fence": None,
-                "base_channels": TextArray(()),
-                "base_versions": TextArray(()),
-                "channels": TextArray(row[0] for row in changed),
-                "versions": TextArray(row[1] for row in changed),
-                "types": TextArray(row[2] for row in changed),
-                "values": ByteaArray(row[3] for row in changed),
-            },
-        )
-        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
-
-    def put_writes(config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
-        c = config["configurable"]
-        thread_id, ns, checkpoint_id = c["thread_id"], c.get("checkpoint_ns", ""), c["checkpoint_id"]
-        rows = [[i, ch, *codec.dump(v, channel=ch, where="put_writes")] for i, (ch, v) in enumerate(writes)]
-        action = actions.describe(writes, checkpoint_ns=ns, task_id=task_id, task_path=task_path)
-        flight(
-            thread_id,
-            statements.put_packed_writes[(False, True, False)],
-            {
-                "thread_id": thread_id,
-                "checkpoint_ns": ns,
-                "checkpoint_id": checkpoint_id,
-                "task_id": task_id,
-                "task_path": task_path,
-                "packed_type": PACKED_WRITES_TYPE,
-                "check_checkpoint": checkpoint_id,
-                "packed_idx": rows[-1][0],
-                "packed_channel": rows[0][1],
-                "packed_value": ormsgpack.packb(rows),
-                "packed_item_version": None,
-                "run_id": run_id,
-                "action_step": None,
-                "action_idx": action.idx,
-                "agent": action.agent,
-                "action_type": action.action_type,
-                "payload": action.payload,
-                "run_status": None,
-                "fence": None,
-            },
-        )
-
-    return {"put": put, "put_writes": put_writes}
-
-
-def _lean_plain(saver: Any) -> dict[str, Any]:
-    """`--lean --style plain`: `_lean`, with each list in the list layout as any design of
-    ours must store it when LangGraph hands the saver the whole list (see the module)."""
+def _lean(saver: Any, *, plain_lists: bool = False) -> dict[str, Any]:
+    """The bare put and put_writes of `--lean` (see the module), on one connection of the
+    saver's pool. With `plain_lists` (`--style plain`), each list value is stored in the
+    list layout as any design of ours must store it when LangGraph hands the saver the whole
+    list; else every value is stored whole, as a put of a `DeltaChannel` graph's are."""
     import base64
     import hashlib
     import operator
@@ -209,7 +121,7 @@ def _lean_plain(saver: Any) -> dict[str, Any]:
     every = saver.lists.snapshot_every
     # Per (thread, channel): the list's last value, its items' marks, where each item is
     # stored, and the delta chain since its last snapshot. Per thread: the objects its
-    # pending writes stored, by id, with their mark and location.
+    # pending writes stored, by id, with their mark and location. (Empty without `plain_lists`.)
     lists: dict[tuple[str, str], tuple[list[Any], list[Any] | None, list[tuple[str, int]], tuple[str, ...], str]] = {}
     written: dict[str, dict[int, tuple[Any, Any, tuple[str, int]]]] = {}
 
@@ -269,7 +181,7 @@ def _lean_plain(saver: Any) -> dict[str, Any]:
             if ch not in values:
                 continue
             value = values[ch]
-            if type(value) is list:
+            if plain_lists and type(value) is list:
                 blob, chain, held = list_row(thread_id, ch, v, value, items, used)
                 type_ = layout.LIST_TYPE
             else:
@@ -284,40 +196,42 @@ def _lean_plain(saver: Any) -> dict[str, Any]:
         merged = merge_metadata(config, metadata)
         metadata_json, exact = dump_metadata(codec, merged)
         held_versions = [(ch, checkpoint["channel_versions"][ch]) for ch in values]
-        flight(
-            thread_id,
-            statements.put[(False, False, bool(channels))],
-            {
-                "thread_id": thread_id,
-                "checkpoint_ns": ns,
-                "checkpoint_id": checkpoint["id"],
-                "parent_checkpoint_id": parent,
-                "run_id": run_id,
-                "step": merged.get("step"),
-                "source": merged.get("source"),
-                "checkpoint": dump_json({k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}),
-                "value_channels": TextArray(ch for ch, _ in held_versions),
-                "value_versions": TextArray(v for _, v in held_versions),
-                "metadata": metadata_json,
-                "metadata_exact": exact,
-                "check_parent": parent,
-                "fence": None,
-                "base_channels": TextArray(()),
-                "base_versions": TextArray(()),
-                "base_item_channels": TextArray(ch for ch, _ in used),
-                "base_item_versions": TextArray(key for _, key in used),
-                "channels": TextArray(channels),
-                "versions": TextArray(versions),
-                "types": TextArray(types),
-                "values": ByteaArray(blobs),
-                "object_keys": None,
-                "object_shas": None,
-                "object_sizes": None,
-                "list_chains": TextArray(chains),
-                "item_versions": TextArray(item_versions),
-                **_item_params(items),
-            },
-        )
+        params = {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint["id"],
+            "parent_checkpoint_id": parent,
+            "run_id": run_id,
+            "step": merged.get("step"),
+            "source": merged.get("source"),
+            "checkpoint": dump_json({k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}),
+            "value_channels": TextArray(ch for ch, _ in held_versions),
+            "value_versions": TextArray(v for _, v in held_versions),
+            "metadata": metadata_json,
+            "metadata_exact": exact,
+            "check_parent": parent,
+            "fence": None,
+            "base_channels": TextArray(()),
+            "base_versions": TextArray(()),
+            "channels": TextArray(channels),
+            "versions": TextArray(versions),
+            "types": TextArray(types),
+            "values": ByteaArray(blobs),
+        }
+        if plain_lists:  # the full statement's list and object parameters (`put_plain` has none)
+            params.update(
+                {
+                    "base_item_channels": TextArray(ch for ch, _ in used),
+                    "base_item_versions": TextArray(key for _, key in used),
+                    "object_keys": None,
+                    "object_shas": None,
+                    "object_sizes": None,
+                    "list_chains": TextArray(chains),
+                    "item_versions": TextArray(item_versions),
+                    **_item_params(items),
+                }
+            )
+        flight(thread_id, statements.put[(not plain_lists, False, bool(channels))], params)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def put_writes(config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
@@ -412,7 +326,7 @@ def child(args: argparse.Namespace) -> None:
                     setattr(saver, name, original[name])
                 _take_away(saver, args.saver, without)
                 if args.lean:
-                    original.update(_lean(saver) if args.style == "delta" else _lean_plain(saver))
+                    original.update(_lean(saver, plain_lists=args.style == "plain"))
 
                 def replay() -> None:
                     thread_id = f"replay-{uuid.uuid4().hex[:8]}"
