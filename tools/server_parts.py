@@ -1,0 +1,292 @@
+"""What each part of a durable step costs the server: the writer lock, the guards, the indexes.
+
+    .venv/bin/python tools/server_parts.py --workload chat [--style delta] [--rounds 20]
+
+Runs a workload of the benchmark's decomposition (benchmarks/decomposition.py) on our saver,
+on a server started like the benchmark's, keeping every flight it sends; then replays the
+whole run's flights, in order, on a new thread each time (only the thread id changes: every
+row is new, as in the run), once per variant and round, the variants taken in turn so that
+the machine's drift falls on each alike:
+
+- as sent: each flight as the run sent it, the writer lock before its statement;
+- without the writer lock (`pg_advisory_xact_lock`);
+- without the lock and the fencing token's probe (`fence` NULL, as `fencing="allow"`);
+- without the lock and the probe of the checkpoint a statement builds on (the put's
+  parent, the writes' checkpoint: `check_parent` / `check_checkpoint` NULL, as when the
+  saver has not seen it committed);
+- without the lock and either probe.
+The guards are taken away through their parameters, as the saver itself leaves them out,
+so each variant sends the same statements with a probe that runs or does not. Then the
+secondary indexes the official saver has no counterpart of (`checkpoints_root_step_idx`,
+`checkpoints_run_step_idx`, `checkpoint_writes_run_idx`, `checkpoint_writes_agent_idx`)
+are dropped from the scratch database and every variant is replayed again.
+
+Per variant it prints the server's time a step (`pg_stat_statements`, execution and
+planning, the statistics reset before each replay) split into the puts, the put_writes and
+the locks, and the WAL a step; last, the official saver's statements for the same workload
+in a `DeltaChannel`, from a run of `--steps` steps. A replay sends one flight after another
+from one connection, with no graph between them: its figures are the statements' own cost,
+below what the same statements cost inside a run (where the client's CPU work competes with
+the server's for this VM's two cores); compare variants with each other, and the run's
+totals with `tools/step_cost.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import decomposition  # noqa: E402
+from benchmarks.env import OURS_SCHEMA, Bench, bench_env  # noqa: E402
+
+from langgraph_pg_durable import wire  # noqa: E402
+
+Flight = list[tuple[str, Mapping[str, Any]]]
+EXTRA_INDEXES = ("checkpoints_root_step_idx", "checkpoints_run_step_idx", "checkpoint_writes_run_idx", "checkpoint_writes_agent_idx")
+LOCK = "SELECT pg_advisory_xact_lock("
+# A step's server time by kind of statement: the checkpoint row, the values a put stores
+# beside it (ours: channel_values rows in the put's statement; official: checkpoint_blobs
+# rows, its own statements), the task's writes, the writer lock, the rest (reads, the take).
+KINDS = ("put", "put+values", "put_writes", "lock", "other")
+STATEMENT_TIMES = """
+SELECT query, calls, total_exec_time + total_plan_time FROM pg_stat_statements WHERE dbid = %s AND calls > 0"""
+
+
+def recorded_run(bench: Bench, workload: str, delta: bool, steps: int) -> list[Flight]:
+    """Every flight our saver sent in a run of `workload` on a new thread."""
+    sent: list[Flight] = []
+    real = wire.exchange
+
+    def keep(conn: Any, statements: Sequence[tuple[str, Mapping[str, Any]]], timeout: float | None = None) -> Any:
+        sent.append(list(statements))
+        return (yield from real(conn, statements, timeout))
+
+    build = decomposition.WORKLOADS[workload]
+    wire.exchange = keep  # the saver's shells call it through the module
+    try:
+        with bench.saver("ours") as make:
+            app = build.build(make(), steps, delta)
+            config = {"configurable": {"thread_id": f"parts-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
+            app.invoke(build.inputs, config, durability="sync")
+    finally:
+        wire.exchange = real
+    # Not the run's own: a pool connection opened during the run is warmed up by running
+    # each read it will serve six times in one flight (DurablePostgresSaver._warm_up).
+    return [flight for flight in sent if len(flight) <= 3]
+
+
+def variants(probe_of: Callable[[str], str | None]) -> dict[str, Callable[[Flight, str], Flight]]:
+    """Each variant as a change of a flight (and the new thread id it is sent for)."""
+
+    def made(lock: bool, fence: bool, probe: bool) -> Callable[[Flight, str], Flight]:
+        def change(flight: Flight, thread_id: str) -> Flight:
+            out: Flight = []
+            for sql, params in flight:
+                if sql.startswith(LOCK) and not lock:
+                    continue
+                changed = {**params, "thread_id": thread_id} if "thread_id" in params else dict(params)
+                probed = probe_of(sql)  # None: not a write (a read, the take of the thread)
+                if probed is not None and not fence:
+                    changed["fence"] = None
+                if probed is not None and not probe:
+                    changed[probed] = None
+                out.append((sql, changed))
+            return out
+
+        return change
+
+    return {
+        "as sent": made(True, True, True),
+        "without the lock": made(False, True, True),
+        "  and without the fence probe": made(False, False, True),
+        "  and without the checkpoint probe": made(False, True, False),
+        "  and without either probe": made(False, False, False),
+    }
+
+
+def kind_of(sql: str) -> str:
+    """Which part of a step a statement is."""
+    if sql.startswith(LOCK):
+        return "lock"
+    if "INSERT INTO" in sql and ".checkpoint_writes(" in sql:
+        return "put_writes"
+    if "INSERT INTO" in sql and ".checkpoints(" in sql:
+        return "put+values" if "stored_values AS" in sql else "put"
+    return "other"
+
+
+def probe_of(sql: str) -> str | None:
+    """The parameter that turns a write's probe of the checkpoint it builds on off."""
+    return {"put": "check_parent", "put+values": "check_parent", "put_writes": "check_checkpoint"}.get(kind_of(sql))
+
+
+def replay(
+    conn: psycopg.Connection, meter: decomposition.ServerMeter, dsn: str, flights: list[Flight], change: Callable[[Flight, str], Flight]
+) -> tuple[dict[str, float], int]:
+    """The run's flights sent again on a new thread: the server's seconds per kind of statement, and the WAL."""
+    thread_id = f"replay-{uuid.uuid4().hex[:12]}"
+    started = meter.start(dsn)
+    for flight in flights:
+        conn.wait(wire.exchange(conn, change(flight, thread_id), 30.0))
+    _, wal = meter.stop(started)
+    seconds: dict[str, float] = {}
+    for text, _, ms in meter.conn.execute(STATEMENT_TIMES, (started.dbid,)).fetchall():
+        kind = kind_of(text)
+        seconds[kind] = seconds.get(kind, 0.0) + float(ms) / 1e3
+    return seconds, wal
+
+
+def measure(
+    conn: psycopg.Connection, meter: decomposition.ServerMeter, dsn: str, flights: list[Flight], steps: int, rounds: int
+) -> Iterator[str]:
+    """A line per variant: the server's microseconds a step by kind, and the WAL a step."""
+    cases = variants(probe_of)
+    for change in cases.values():  # every statement prepared, and past its custom plans
+        for _ in range(2):
+            replay(conn, meter, dsn, flights, change)
+    spent: dict[str, dict[str, float]] = {name: {} for name in cases}
+    wal: dict[str, int] = dict.fromkeys(cases, 0)
+    for _ in range(rounds):
+        for name, change in cases.items():
+            seconds, bytes_ = replay(conn, meter, dsn, flights, change)
+            for kind, s in seconds.items():
+                spent[name][kind] = spent[name].get(kind, 0.0) + s
+            wal[name] += bytes_
+    per_step = 1e6 / (rounds * steps)
+    for name in cases:
+        by_kind = spent[name]
+        total = sum(by_kind.values()) * per_step
+        parts = ", ".join(f"{kind} {by_kind.get(kind, 0.0) * per_step:5.1f}" for kind in KINDS)
+        yield f"    {total:6.1f} us a step ({parts}), WAL {wal[name] / (rounds * steps):6.0f} B  {name}"
+
+
+Call = tuple[str, str, Any]  # (cursor method, query, parameters) as the official saver made it
+
+
+def recorded_official(bench: Bench, workload: str, steps: int) -> tuple[list[Call], int]:
+    """Every statement the official saver executed in a run of `workload` in a DeltaChannel,
+    and the run's WAL."""
+    calls: list[Call] = []
+    originals = {name: getattr(psycopg.Cursor, name) for name in ("execute", "executemany")}
+
+    def keeping(name: str) -> Callable[..., Any]:
+        def call(self: psycopg.Cursor, query: Any, params: Any = None, *args: Any, **kwargs: Any) -> Any:
+            calls.append((name, query, list(params) if name == "executemany" else params))
+            return originals[name](self, query, calls[-1][2], *args, **kwargs)
+
+        return call
+
+    meter = decomposition.ServerMeter(bench.server.dsn)
+    try:
+        with bench.saver("official") as make:
+            build = decomposition.WORKLOADS[workload]
+            app = build.build(make(), steps, True)
+            config = {"configurable": {"thread_id": f"parts-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
+            started = meter.start(bench.dsn["official"])
+            for name in originals:
+                setattr(psycopg.Cursor, name, keeping(name))
+            try:
+                app.invoke(build.inputs, config, durability="sync")
+            finally:
+                for name, original in originals.items():
+                    setattr(psycopg.Cursor, name, original)
+            _, wal = meter.stop(started)
+    finally:
+        meter.close()
+    return calls, wal
+
+
+def _on_thread(params: Any, thread_id: str) -> Any:
+    """The official saver's parameters (a tuple, the thread id first) for another thread."""
+    return (thread_id, *params[1:]) if isinstance(params, (tuple, list)) and params else params
+
+
+def replay_official(
+    conn: psycopg.Connection, meter: decomposition.ServerMeter, dsn: str, calls: list[Call]
+) -> tuple[dict[str, float], int]:
+    """The official run's statements sent again on a new thread, as its saver sends them."""
+    thread_id = f"replay-{uuid.uuid4().hex[:12]}"
+    started = meter.start(dsn)
+    with conn.cursor(binary=True) as cur:
+        for method, query, params in calls:
+            if method == "executemany":
+                cur.executemany(query, [_on_thread(p, thread_id) for p in params])
+            else:
+                cur.execute(query, _on_thread(params, thread_id))
+    _, wal = meter.stop(started)
+    seconds: dict[str, float] = {}
+    for text, _, ms in meter.conn.execute(STATEMENT_TIMES, (started.dbid,)).fetchall():
+        kind = (
+            "put_writes"
+            if "INTO checkpoint_writes" in text
+            else "put+values"
+            if "INTO checkpoint_blobs" in text
+            else "put"
+            if "INTO checkpoints" in text
+            else "other"
+        )
+        seconds[kind] = seconds.get(kind, 0.0) + float(ms) / 1e3
+    return seconds, wal
+
+
+def measure_official(bench: Bench, meter: decomposition.ServerMeter, calls: list[Call], steps: int, rounds: int) -> str:
+    """The official run replayed as ours is: its server time a step by kind, and its WAL."""
+    dsn = bench.dsn["official"]
+    spent: dict[str, float] = {}
+    wal = 0
+    with psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as conn:
+        for _ in range(2):
+            replay_official(conn, meter, dsn, calls)
+        for _ in range(rounds):
+            seconds, bytes_ = replay_official(conn, meter, dsn, calls)
+            for kind, s in seconds.items():
+                spent[kind] = spent.get(kind, 0.0) + s
+            wal += bytes_
+    per_step = 1e6 / (rounds * steps)
+    parts = ", ".join(f"{kind} {spent.get(kind, 0.0) * per_step:5.1f}" for kind in KINDS)
+    return f"    {sum(spent.values()) * per_step:6.1f} us a step ({parts}), WAL {wal / (rounds * steps):6.0f} B  replayed"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--style", choices=decomposition.STYLES, default="delta")
+    parser.add_argument("--workload", choices=sorted(decomposition.WORKLOADS), default="chat")
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=200)
+    args = parser.parse_args()
+    with bench_env() as bench:
+        meter = decomposition.ServerMeter(bench.server.dsn)
+        try:
+            flights = recorded_run(bench, args.workload, args.style == "delta", args.steps)
+            bench.truncate("ours")
+            dsn = bench.dsn["ours"]
+            print(f"ours, {args.style}, {decomposition.WORKLOADS[args.workload].title}: {args.steps} steps replayed {args.rounds} times")
+            with psycopg.connect(dsn, autocommit=True, prepare_threshold=5) as conn:
+                print("  with every index:")
+                for line in measure(conn, meter, dsn, flights, args.steps, args.rounds):
+                    print(line)
+                for name in EXTRA_INDEXES:
+                    conn.execute(f"DROP INDEX IF EXISTS {OURS_SCHEMA}.{name}")
+                print("  without " + ", ".join(EXTRA_INDEXES) + ":")
+                for line in measure(conn, meter, dsn, flights, args.steps, args.rounds):
+                    print(line)
+            calls, wal = recorded_official(bench, args.workload, args.steps)
+            print(f"official, delta: {args.steps} steps (WAL {wal / args.steps:,.0f} B a step in the run)")
+            print(measure_official(bench, meter, calls, args.steps, args.rounds))
+        finally:
+            meter.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
