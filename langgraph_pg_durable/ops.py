@@ -516,8 +516,10 @@ class SaverCore(BaseCheckpointSaver[str]):
         writes, decode = self._write_path(stored)
         plain = built.plain
         values = not plain or bool(params["channels"])
+        bases = not plain or bool(params["base_channels"])
         before = self._fencing(params, fence)
-        return Query(where, writes.put[(plain, log_run, values)], params, decode, uploads, locks=self._locks([thread_id]), before=before)
+        sql = writes.put[(plain, log_run, values, bases)]
+        return Query(where, sql, params, decode, uploads, locks=self._locks([thread_id]), before=before)
 
     @staticmethod
     def _run_row_changes(entry: RunEntry | None, thread_id: str, status: str | None, agent: str | None = None) -> bool:

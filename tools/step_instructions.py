@@ -231,7 +231,8 @@ def _lean(saver: Any, *, plain_lists: bool = False) -> dict[str, Any]:
                     **_item_params(items),
                 }
             )
-        flight(thread_id, statements.put[(not plain_lists, False, bool(channels))], params)
+        # (No carried-over value checked one by one: the plain statement's form without them.)
+        flight(thread_id, statements.put[(not plain_lists, False, bool(channels), plain_lists)], params)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def put_writes(config: Any, writes: Any, task_id: str, task_path: str = "") -> None:

@@ -57,12 +57,16 @@ class Statements:
         # Each write comes with the action log (`log`: the task's action row, the run's row) and without;
         # put_writes with the action log, with its run's row (`run`) and without (see writes._task_log).
         # put: with neither a list in the delta layout nor an offloaded value (`plain`), or with;
-        # a plain put storing no channel value (`values` False) leaves channel_values out.
+        # a plain put storing no channel value (`values` False) leaves channel_values out, one
+        # with no carried-over value to check one by one (`bases` False) the check's branch.
         self.put = {
-            (plain, log, values): compact(writes.put_plain(q, log=log, values=values) if plain else writes.put(q, log=log))
+            (plain, log, values, bases): compact(
+                writes.put_plain(q, log=log, values=values, bases=bases) if plain else writes.put(q, log=log)
+            )
             for plain in BOTH
             for log in BOTH
             for values in (BOTH if plain else (True,))
+            for bases in (BOTH if plain else (True,))
         }
         self.parent_status = writes.parent_status(q)
         self.name_sends = compact(writes.name_sends(q))

@@ -42,7 +42,7 @@ def lock_thread() -> str:
     return "SELECT pg_advisory_xact_lock(%(lock_key)b::int8)"
 
 
-def _missing_bases(q: str) -> str:
+def _missing_bases(q: str, *, bases: bool = True) -> str:
     """Rows (at most two) when something the put relies on is not stored: the parent
     checkpoint (`check_parent`, when the saver saw it committed), or a stored value it
     holds without writing that the parent does not stand for (`base_*`), or a list
@@ -50,15 +50,21 @@ def _missing_bases(q: str) -> str:
 
     While the parent's row is stored so is every value, list version and item it holds:
     every delete keeps what a surviving checkpoint holds. So one probe of the parent's
-    primary key stands for the values a put carries over from it.
+    primary key stands for the values a put carries over from it. Without `bases` (a put
+    whose every carried-over value its parent stands for: most puts of a saver that saw
+    the parent committed) the statement has no branch for them; an empty one still cost
+    the server a function scan and its subplan, ~2.5 us a put (tools/server_parts.py).
 
     `OFFSET 0` keeps each NOT EXISTS a subplan, a primary-key probe per base: as an anti
     join, a plan made while the tables were small (a generic plan lives as long as the
     connection) scanned every value of the thread at every put."""
-    return f"""(SELECT 1 WHERE %(check_parent)s::text IS NOT NULL AND NOT EXISTS (
+    parent = f"""(SELECT 1 WHERE %(check_parent)s::text IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM {q}.checkpoints p
         WHERE p.thread_id = %(thread_id)s AND p.checkpoint_ns = %(checkpoint_ns)s
-          AND p.checkpoint_id = %(check_parent)s OFFSET 0) OR {fence_lost(q)})
+          AND p.checkpoint_id = %(check_parent)s OFFSET 0) OR {fence_lost(q)})"""
+    if not bases:
+        return parent
+    return f"""{parent}
     UNION ALL
     (SELECT 1 FROM unnest(%(base_channels)b::text[], %(base_versions)b::text[]) AS b(channel, version)
      WHERE NOT EXISTS (
@@ -175,13 +181,14 @@ def _task_log(q: str, *, run: bool = True, folded: bool = False) -> str:
 ){logged}{run_row}"""
 
 
-def put_plain(q: str, *, log: bool = True, values: bool = True) -> str:
+def put_plain(q: str, *, log: bool = True, values: bool = True, bases: bool = True) -> str:
     """`put` for the common case: no list in the delta layout, nothing offloaded. Writes
     nothing when a value it holds but does not write is not stored, or when the run's
     token is no longer the thread's (`fenced`). With `log`, it also keeps the run's row in
     run_log. Without `values` it stores no channel value (a step that changed only scalar
     channels, which the checkpoint row holds, and DeltaChannels, whose writes hold theirs:
-    most steps of a state in DeltaChannels) and the statement leaves channel_values alone."""
+    most steps of a state in DeltaChannels) and the statement leaves channel_values alone.
+    Without `bases` it checks no carried-over value one by one (see `_missing_bases`)."""
     logged = f", {_checkpoint_run(q)}" if log else ""
     stored_values = (
         f""",
@@ -197,7 +204,7 @@ stored_values AS (
         else ""
     )
     return f"""
-WITH missing_bases AS MATERIALIZED ({_missing_bases(q)}){logged}{stored_values}
+WITH missing_bases AS MATERIALIZED ({_missing_bases(q, bases=bases)}){logged}{stored_values}
 INSERT INTO {q}.checkpoints (
     thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, step, source,
     checkpoint, value_channels, value_versions, metadata, metadata_exact)

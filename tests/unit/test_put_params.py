@@ -39,9 +39,42 @@ def _put(values: dict[str, Any], placement: Placement) -> Any:
 def test_a_plain_put_sends_every_name_its_statement_reads_and_no_list_parameter(log: bool) -> None:
     built = _put({"step": 3, "notes": {"a": "b" * 200}}, Placement(enabled=False))
     assert built.plain and not built.item_groups
-    names = wire.convert(STATEMENTS.put[(True, log, True)]).names
+    names = wire.convert(STATEMENTS.put[(True, log, True, True)]).names
     assert set(names) - {"fence"} <= built.params.keys()  # the fence: added by SaverCore._fencing
     assert not LIST_ONLY & built.params.keys()
+
+
+BASES = {"base_channels", "base_versions"}
+
+
+@pytest.mark.parametrize("log", [True, False])
+@pytest.mark.parametrize("values", [True, False])
+def test_a_plain_put_without_bases_checks_its_parent_and_token_and_nothing_one_by_one(log: bool, values: bool) -> None:
+    checked = set(wire.convert(STATEMENTS.put[(True, log, values, True)]).names)
+    unchecked = set(wire.convert(STATEMENTS.put[(True, log, values, False)]).names)
+    assert checked - unchecked == BASES
+    assert {"check_parent", "fence", "thread_id", "checkpoint_ns"} <= unchecked
+    assert not unchecked - checked
+
+
+def test_a_put_whose_parent_stands_for_every_carried_value_sends_no_base() -> None:
+    """The saver saw the parent committed with the versions the put carries over: nothing to
+    check one by one (the statement without the branch); a value of another version is."""
+    values = {"step": 3, "notes": {"a": "b" * 200}, "kept": ["x"] * 3}
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = values
+    checkpoint["channel_versions"] = {channel: "00002.0" for channel in values}
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "parent"}}
+    metadata = {"source": "loop", "step": 2}
+    codec, lists = Codec(JsonPlusSerializer()), ListPolicy(min_bytes=1 << 20)
+    memory = ListMemory()
+    memory.holds("t", "", "parent", {"kept": "00002.0"})
+    built = put_params(codec, config, checkpoint, metadata, {"notes": "00002.0"}, Placement(enabled=False), lists, memory)
+    assert built.plain and built.params["check_parent"] == "parent"
+    assert list(built.params["base_channels"]) == []
+    memory.holds("t", "", "parent", {"kept": "00001.0"})
+    built = put_params(codec, config, checkpoint, metadata, {"notes": "00002.0"}, Placement(enabled=False), lists, memory)
+    assert list(zip(built.params["base_channels"], built.params["base_versions"])) == [("kept", "00002.0")]
 
 
 @pytest.mark.parametrize("log", [True, False])
@@ -50,7 +83,7 @@ def test_a_list_or_offloaded_put_sends_every_name_of_the_full_statement(log: boo
     offloaded = _put({"blob": "x" * 5000}, Placement(enabled=True, threshold=1024, prefix="p"))
     for built in (listed, offloaded):
         assert not built.plain
-        names = wire.convert(STATEMENTS.put[(False, log, True)]).names
+        names = wire.convert(STATEMENTS.put[(False, log, True, True)]).names
         assert set(names) - {"fence"} <= built.params.keys()  # the fence: added by SaverCore._fencing
     assert listed.states and listed.item_groups  # the list's items, for the item cache
     assert offloaded.uploads and offloaded.params["object_keys"] == [offloaded.uploads[0].ref.key]

@@ -93,7 +93,7 @@ def test_hot_statements_stay_within_psycopgs_parse_cache_on_the_cursor_path() ->
     # values with the action log. Converted at each call on this path (~175 us, measured
     # with psycopg's _query2pg_nocache), on a connection the official saver does not take
     # either (it needs autocommit); the plain put, the one of most steps, fits.
-    long_put = statements.put[(False, True, True)]
+    long_put = statements.put[(False, True, True, True)]
     # Past it since the actions on packed rows (4.3 KB): the writes of list items with the
     # action log and the run's row, when they cannot share a row (items of two lists) or
     # the task has writes at the checkpoint already (a re-run): a packed row takes a task's
