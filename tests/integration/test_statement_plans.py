@@ -1,7 +1,9 @@
 """The hot statements touch what a step needs, not the thread: even under a generic plan
 (one made while the tables were empty lives as long as the connection), a put's check
 that its bases are still stored is a primary-key probe per base, and the values it
-carries over from a parent it saw committed cost one probe, of the parent's row."""
+carries over from a parent it saw committed cost one probe, of the parent's row; under
+a custom plan (every statement, with `prepare_threshold=None` as PgBouncer's transaction
+mode wants), that probe is of the primary key too, not a walk of the thread's steps."""
 
 from __future__ import annotations
 
@@ -63,3 +65,41 @@ def test_a_put_checks_its_bases_by_primary_key_whatever_the_plan(pg_dsn: str, sc
                 {"s": schema_name},
             ).fetchone()
     assert read is not None and read[0] <= 2 * bases, (read, bases)
+
+
+def test_a_custom_plan_probes_the_parent_by_primary_key_on_a_long_thread(pg_dsn: str, schema_name: str) -> None:
+    """A custom plan knows the namespace is the root's, which the root-step index's predicate
+    asks; that index's key has the step between the thread and the checkpoint id, so a
+    probe through it would read every root checkpoint of the thread (19 pages at 2,000
+    steps, for the put's parent and the writes' checkpoint alike)."""
+    sent: list[Any] = []
+    thread_id = f"plans-{uuid.uuid4().hex[:8]}"
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, prepare_threshold=None) as saver:
+        saver.setup()
+        send = saver._send
+
+        def recording(conn: Any, query: Any, **options: Any) -> Any:
+            sent.append(query)
+            return send(conn, query, **options)
+
+        saver._send = recording  # type: ignore[method-assign]
+        config = {"configurable": {"thread_id": thread_id}, "recursion_limit": STEPS + 5}
+        _graph(saver).invoke({"items": [], "step": 0}, config, durability="sync")
+    put = next(q for q in reversed(sent) if "missing_bases" in q.sql and q.params.get("check_parent"))
+    writes = next(q for q in reversed(sent) if "INTO" in q.sql and "checkpoint_writes" in q.sql and q.params.get("check_checkpoint"))
+    table = sql.Identifier(schema_name, "checkpoints")
+    with psycopg.connect(pg_dsn) as conn, conn.transaction(force_rollback=True):
+        # A long thread's older root steps (no ANALYZE since: the planner's guess of its size
+        # is as poor as on a busy server between two of autovacuum's).
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (thread_id, checkpoint_ns, checkpoint_id, step, checkpoint) "
+                "SELECT %s, '', '0000' || lpad(n::text, 8, '0'), -n, '{{}}' FROM generate_series(1, 3000) AS n"
+            ).format(table),
+            (thread_id,),
+        )
+        conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+        for query in (put, writes):
+            plan = "\n".join(row[0] for row in conn.cursor(binary=True).execute("EXPLAIN " + query.sql, query.params))
+            assert "checkpoints_root_step_idx" not in plan, plan
+            assert "checkpoints_pkey on checkpoints" in plan, plan
