@@ -44,12 +44,15 @@ def run_tokens(q: str, *, one_thread: bool) -> str:
     """The tokens a run's model replies report (`usage_metadata.total_tokens`), each reply
     once though a subgraph node returns its sub-agent's replies again (NULL: none
     reported). Guarded by type: a payload read back is not trusted to have our shape.
-    `one_thread`: the page's thread is `%(thread_id)s`, which the subquery names too."""
+    `one_thread`: the page's thread is `%(thread_id)s`, which the subquery names too. The
+    run is matched as the run indexes' expression (`nullif(run_id, '')`): compared as
+    the bare column, each run of a page read its thread's action rows (or, on a table
+    small enough, all of them) to find its own."""
     return f"""(SELECT sum((u.m->'usage_metadata'->>'total_tokens')::numeric) FROM (
         SELECT DISTINCT ON (coalesce(s.m->>'id', md5(s.m::text))) s.m FROM (
             SELECT jsonb_path_query(a.payload, '$.messages[*] ? (@.usage_metadata.total_tokens.type() == "number")') AS m
             FROM {q}.action_rows a
-            WHERE {_on_thread("a", one_thread=one_thread)} AND a.run_id = r.run_id) s) u)"""
+            WHERE {_on_thread("a", one_thread=one_thread)} AND nullif(a.run_id, '') = r.run_id) s) u)"""
 
 
 def _on_thread(alias: str, *, one_thread: bool) -> str:

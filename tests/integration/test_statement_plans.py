@@ -103,3 +103,23 @@ def test_a_custom_plan_probes_the_parent_by_primary_key_on_a_long_thread(pg_dsn:
             plan = "\n".join(row[0] for row in conn.cursor(binary=True).execute("EXPLAIN " + query.sql, query.params))
             assert "checkpoints_root_step_idx" not in plan, plan
             assert "checkpoints_pkey on checkpoints" in plan, plan
+
+
+def test_a_runs_page_finds_each_runs_replies_through_the_run_index(pg_dsn: str, schema_name: str) -> None:
+    """The tokens of each run of a `list_runs` page come from its action rows: found by the
+    run index, not by reading its thread's rows (or, on a small table, all of them) per run."""
+    from langgraph_pg_durable.core.logs import RunScan
+
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        saver.setup()
+        thread_id = f"plans-{uuid.uuid4().hex[:8]}"
+        app = _graph(saver)
+        for _ in range(3):
+            app.invoke({"items": [], "step": STEPS - 2}, {"configurable": {"thread_id": thread_id}}, durability="sync")
+        assert len(list(saver.list_runs(thread_id))) == 3
+        for one_thread, scan in ((True, RunScan(thread_id=thread_id, limit=50)), (False, RunScan(limit=50))):
+            page = saver.sql.runs_page(scan.page_where(), one_thread=one_thread)
+            with psycopg.connect(pg_dsn) as conn, conn.transaction(force_rollback=True):
+                conn.execute("SET LOCAL enable_seqscan = off")  # as on a table too big to scan
+                plan = "\n".join(row[0] for row in conn.cursor(binary=True).execute("EXPLAIN " + page, scan.page_params()))
+            assert "checkpoint_writes_run_idx on checkpoint_writes" in plan, plan
