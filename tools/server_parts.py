@@ -22,13 +22,15 @@ secondary indexes the official saver has no counterpart of (`checkpoints_root_st
 are dropped from the scratch database and every variant is replayed again.
 
 Per variant it prints the server's time a step (`pg_stat_statements`, execution and
-planning, the statistics reset before each replay) split into the puts, the put_writes and
-the locks, and the WAL a step; last, the official saver's statements for the same workload
-in a `DeltaChannel`, from a run of `--steps` steps. A replay sends one flight after another
-from one connection, with no graph between them: its figures are the statements' own cost,
-below what the same statements cost inside a run (where the client's CPU work competes with
-the server's for this VM's two cores); compare variants with each other, and the run's
-totals with `tools/step_cost.py`.
+planning, the statistics reset before each replay) split by kind of statement (`KINDS`),
+and the WAL a step. Last, the official saver with the same workload in a `DeltaChannel`:
+its run's statements recorded (cursor `execute` and `executemany`) and replayed the same
+way, `--rounds` times on new threads. A replay sends one statement after another from one
+connection, with no graph between them: its figures are the statements' own cost, below
+what they cost inside a run (where the client's CPU work competes with the server's for
+this VM's two cores); compare the variants and the two savers with each other, and a run's
+totals with `tools/step_cost.py`. Replayed alike, a step's server time still moves by a
+fifth to a third from one run of this tool to the next on this VM.
 """
 
 from __future__ import annotations
