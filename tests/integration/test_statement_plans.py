@@ -34,19 +34,25 @@ def _graph(saver: Any) -> Any:
     return graph.compile(checkpointer=saver)
 
 
-def test_a_put_checks_its_bases_by_primary_key_whatever_the_plan(pg_dsn: str, schema_name: str) -> None:
+def _sent_in_a_run(pg_dsn: str, schema_name: str, thread_id: str, **options: Any) -> list[Any]:
+    """Every query a saver (built with `options`) sent in one run of the growing graph."""
     sent: list[Any] = []
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, **options) as saver:
         saver.setup()
         send = saver._send
 
-        def recording(conn: Any, query: Any, **options: Any) -> Any:
+        def recording(conn: Any, query: Any, **flight: Any) -> Any:
             sent.append(query)
-            return send(conn, query, **options)
+            return send(conn, query, **flight)
 
         saver._send = recording  # type: ignore[method-assign]
-        config = {"configurable": {"thread_id": f"plans-{uuid.uuid4().hex[:8]}"}, "recursion_limit": STEPS + 5}
+        config = {"configurable": {"thread_id": thread_id}, "recursion_limit": STEPS + 5}
         _graph(saver).invoke({"items": [], "step": 0}, config, durability="sync")
+    return sent
+
+
+def test_a_put_checks_its_bases_by_primary_key_whatever_the_plan(pg_dsn: str, schema_name: str) -> None:
+    sent = _sent_in_a_run(pg_dsn, schema_name, f"plans-{uuid.uuid4().hex[:8]}")
     last_put = next(q for q in reversed(sent) if "missing_bases" in q.sql and "base_item_channels" in q.params)
     # The step counter, the branch channels and the list's base: all the parent's.
     assert last_put.params["check_parent"] == last_put.params["parent_checkpoint_id"] is not None
@@ -72,19 +78,8 @@ def test_a_custom_plan_probes_the_parent_by_primary_key_on_a_long_thread(pg_dsn:
     asks; that index's key has the step between the thread and the checkpoint id, so a
     probe through it would read every root checkpoint of the thread (19 pages at 2,000
     steps, for the put's parent and the writes' checkpoint alike)."""
-    sent: list[Any] = []
     thread_id = f"plans-{uuid.uuid4().hex[:8]}"
-    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, prepare_threshold=None) as saver:
-        saver.setup()
-        send = saver._send
-
-        def recording(conn: Any, query: Any, **options: Any) -> Any:
-            sent.append(query)
-            return send(conn, query, **options)
-
-        saver._send = recording  # type: ignore[method-assign]
-        config = {"configurable": {"thread_id": thread_id}, "recursion_limit": STEPS + 5}
-        _graph(saver).invoke({"items": [], "step": 0}, config, durability="sync")
+    sent = _sent_in_a_run(pg_dsn, schema_name, thread_id, prepare_threshold=None)
     put = next(q for q in reversed(sent) if "missing_bases" in q.sql and q.params.get("check_parent"))
     writes = next(q for q in reversed(sent) if "INTO" in q.sql and "checkpoint_writes" in q.sql and q.params.get("check_checkpoint"))
     table = sql.Identifier(schema_name, "checkpoints")
