@@ -36,6 +36,7 @@ fifth to a third from one run of this tool to the next on this VM.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -87,7 +88,7 @@ def recorded_run(bench: Bench, workload: str, delta: bool, steps: int) -> list[F
     return [flight for flight in sent if len(flight) <= 3]
 
 
-def variants(probe_of: Callable[[str], str | None]) -> dict[str, Callable[[Flight, str], Flight]]:
+def variants() -> dict[str, Callable[[Flight, str], Flight]]:
     """Each variant as a change of a flight (and the new thread id it is sent for)."""
 
     def made(lock: bool, fence: bool, probe: bool) -> Callable[[Flight, str], Flight]:
@@ -132,35 +133,47 @@ def probe_of(sql: str) -> str | None:
     return {"put": "check_parent", "put+values": "check_parent", "put_writes": "check_checkpoint"}.get(kind_of(sql))
 
 
-def replay(
-    conn: psycopg.Connection, meter: decomposition.ServerMeter, dsn: str, flights: list[Flight], change: Callable[[Flight, str], Flight]
+Replay = Callable[[], tuple[dict[str, float], int]]  # one replay: server seconds by kind, WAL bytes
+
+
+def timed(
+    meter: decomposition.ServerMeter, dsn: str, kind: Callable[[str], str], send: Callable[[str], None]
 ) -> tuple[dict[str, float], int]:
-    """The run's flights sent again on a new thread: the server's seconds per kind of statement, and the WAL."""
-    thread_id = f"replay-{uuid.uuid4().hex[:12]}"
+    """`send(thread_id)` for a new thread: the server's seconds per kind of statement
+    (`kind` of its text), and the WAL."""
     started = meter.start(dsn)
-    for flight in flights:
-        conn.wait(wire.exchange(conn, change(flight, thread_id), 30.0))
+    send(f"replay-{uuid.uuid4().hex[:12]}")
     _, wal = meter.stop(started)
     seconds: dict[str, float] = {}
     for text, _, ms in meter.conn.execute(STATEMENT_TIMES, (started.dbid,)).fetchall():
-        kind = kind_of(text)
-        seconds[kind] = seconds.get(kind, 0.0) + float(ms) / 1e3
+        seconds[kind(text)] = seconds.get(kind(text), 0.0) + float(ms) / 1e3
     return seconds, wal
 
 
-def measure(
-    conn: psycopg.Connection, meter: decomposition.ServerMeter, dsn: str, flights: list[Flight], steps: int, rounds: int
-) -> Iterator[str]:
-    """A line per variant: the server's microseconds a step by kind, and the WAL a step."""
-    cases = variants(probe_of)
-    for change in cases.values():  # every statement prepared, and past its custom plans
+def replay(
+    conn: psycopg.Connection, meter: decomposition.ServerMeter, dsn: str, flights: list[Flight], change: Callable[[Flight, str], Flight]
+) -> tuple[dict[str, float], int]:
+    """Our run's flights sent again on a new thread, each changed by `change`."""
+
+    def send(thread_id: str) -> None:
+        for flight in flights:
+            conn.wait(wire.exchange(conn, change(flight, thread_id), 30.0))
+
+    return timed(meter, dsn, kind_of, send)
+
+
+def measure(cases: Mapping[str, Replay], steps: int, rounds: int) -> Iterator[str]:
+    """A line per case: the server's microseconds a step by kind, and the WAL a step. Each
+    case is replayed twice first (every statement prepared, and past its custom plans),
+    then `rounds` times, the cases in turn."""
+    for again in cases.values():
         for _ in range(2):
-            replay(conn, meter, dsn, flights, change)
+            again()
     spent: dict[str, dict[str, float]] = {name: {} for name in cases}
     wal: dict[str, int] = dict.fromkeys(cases, 0)
     for _ in range(rounds):
-        for name, change in cases.items():
-            seconds, bytes_ = replay(conn, meter, dsn, flights, change)
+        for name, again in cases.items():
+            seconds, bytes_ = again()
             for kind, s in seconds.items():
                 spent[name][kind] = spent[name].get(kind, 0.0) + s
             wal[name] += bytes_
@@ -175,7 +188,7 @@ def measure(
 Call = tuple[str, str, Any]  # (cursor method, query, parameters) as the official saver made it
 
 
-def recorded_official(bench: Bench, workload: str, steps: int) -> tuple[list[Call], int]:
+def recorded_official(bench: Bench, meter: decomposition.ServerMeter, workload: str, steps: int) -> tuple[list[Call], int]:
     """Every statement the official saver executed in a run of `workload` in a DeltaChannel,
     and the run's WAL."""
     calls: list[Call] = []
@@ -188,23 +201,19 @@ def recorded_official(bench: Bench, workload: str, steps: int) -> tuple[list[Cal
 
         return call
 
-    meter = decomposition.ServerMeter(bench.server.dsn)
-    try:
-        with bench.saver("official") as make:
-            build = decomposition.WORKLOADS[workload]
-            app = build.build(make(), steps, True)
-            config = {"configurable": {"thread_id": f"parts-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
-            started = meter.start(bench.dsn["official"])
-            for name in originals:
-                setattr(psycopg.Cursor, name, keeping(name))
-            try:
-                app.invoke(build.inputs, config, durability="sync")
-            finally:
-                for name, original in originals.items():
-                    setattr(psycopg.Cursor, name, original)
-            _, wal = meter.stop(started)
-    finally:
-        meter.close()
+    with bench.saver("official") as make:
+        build = decomposition.WORKLOADS[workload]
+        app = build.build(make(), steps, True)
+        config = {"configurable": {"thread_id": f"parts-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
+        started = meter.start(bench.dsn["official"])
+        for name in originals:
+            setattr(psycopg.Cursor, name, keeping(name))
+        try:
+            app.invoke(build.inputs, config, durability="sync")
+        finally:
+            for name, original in originals.items():
+                setattr(psycopg.Cursor, name, original)
+        _, wal = meter.stop(started)
     return calls, wal
 
 
@@ -213,50 +222,28 @@ def _on_thread(params: Any, thread_id: str) -> Any:
     return (thread_id, *params[1:]) if isinstance(params, (tuple, list)) and params else params
 
 
+def official_kind_of(sql: str) -> str:
+    """Which part of a step one of the official saver's statements is (see KINDS)."""
+    for table, kind in (("checkpoint_writes", "put_writes"), ("checkpoint_blobs", "put+values"), ("checkpoints", "put")):
+        if f"INTO {table}" in sql:
+            return kind
+    return "other"
+
+
 def replay_official(
     conn: psycopg.Connection, meter: decomposition.ServerMeter, dsn: str, calls: list[Call]
 ) -> tuple[dict[str, float], int]:
     """The official run's statements sent again on a new thread, as its saver sends them."""
-    thread_id = f"replay-{uuid.uuid4().hex[:12]}"
-    started = meter.start(dsn)
-    with conn.cursor(binary=True) as cur:
-        for method, query, params in calls:
-            if method == "executemany":
-                cur.executemany(query, [_on_thread(p, thread_id) for p in params])
-            else:
-                cur.execute(query, _on_thread(params, thread_id))
-    _, wal = meter.stop(started)
-    seconds: dict[str, float] = {}
-    for text, _, ms in meter.conn.execute(STATEMENT_TIMES, (started.dbid,)).fetchall():
-        kind = (
-            "put_writes"
-            if "INTO checkpoint_writes" in text
-            else "put+values"
-            if "INTO checkpoint_blobs" in text
-            else "put"
-            if "INTO checkpoints" in text
-            else "other"
-        )
-        seconds[kind] = seconds.get(kind, 0.0) + float(ms) / 1e3
-    return seconds, wal
 
+    def send(thread_id: str) -> None:
+        with conn.cursor(binary=True) as cur:
+            for method, query, params in calls:
+                if method == "executemany":
+                    cur.executemany(query, [_on_thread(p, thread_id) for p in params])
+                else:
+                    cur.execute(query, _on_thread(params, thread_id))
 
-def measure_official(bench: Bench, meter: decomposition.ServerMeter, calls: list[Call], steps: int, rounds: int) -> str:
-    """The official run replayed as ours is: its server time a step by kind, and its WAL."""
-    dsn = bench.dsn["official"]
-    spent: dict[str, float] = {}
-    wal = 0
-    with psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as conn:
-        for _ in range(2):
-            replay_official(conn, meter, dsn, calls)
-        for _ in range(rounds):
-            seconds, bytes_ = replay_official(conn, meter, dsn, calls)
-            for kind, s in seconds.items():
-                spent[kind] = spent.get(kind, 0.0) + s
-            wal += bytes_
-    per_step = 1e6 / (rounds * steps)
-    parts = ", ".join(f"{kind} {spent.get(kind, 0.0) * per_step:5.1f}" for kind in KINDS)
-    return f"    {sum(spent.values()) * per_step:6.1f} us a step ({parts}), WAL {wal / (rounds * steps):6.0f} B  replayed"
+    return timed(meter, dsn, official_kind_of, send)
 
 
 def main() -> int:
@@ -274,17 +261,23 @@ def main() -> int:
             dsn = bench.dsn["ours"]
             print(f"ours, {args.style}, {decomposition.WORKLOADS[args.workload].title}: {args.steps} steps replayed {args.rounds} times")
             with psycopg.connect(dsn, autocommit=True, prepare_threshold=5) as conn:
+                cases = {name: functools.partial(replay, conn, meter, dsn, flights, change) for name, change in variants().items()}
                 print("  with every index:")
-                for line in measure(conn, meter, dsn, flights, args.steps, args.rounds):
+                for line in measure(cases, args.steps, args.rounds):
                     print(line)
                 for name in EXTRA_INDEXES:
                     conn.execute(f"DROP INDEX IF EXISTS {OURS_SCHEMA}.{name}")
                 print("  without " + ", ".join(EXTRA_INDEXES) + ":")
-                for line in measure(conn, meter, dsn, flights, args.steps, args.rounds):
+                for line in measure(cases, args.steps, args.rounds):
                     print(line)
-            calls, wal = recorded_official(bench, args.workload, args.steps)
+            calls, wal = recorded_official(bench, meter, args.workload, args.steps)
             print(f"official, delta: {args.steps} steps (WAL {wal / args.steps:,.0f} B a step in the run)")
-            print(measure_official(bench, meter, calls, args.steps, args.rounds))
+            official_dsn = bench.dsn["official"]
+            with psycopg.connect(official_dsn, autocommit=True, prepare_threshold=0) as conn:
+                for line in measure(
+                    {"replayed": functools.partial(replay_official, conn, meter, official_dsn, calls)}, args.steps, args.rounds
+                ):
+                    print(line)
         finally:
             meter.close()
     return 0
