@@ -95,8 +95,9 @@ class StepScan(Pager):
     or a prefix), a run id's prefix.
 
     A step number in the root namespace is found through the root-step index (its
-    predicate, `checkpoint_ns = ''`, is written out so every plan can use it), a whole
-    checkpoint id through the primary key: one index probe, whatever the thread's length."""
+    predicate's `checkpoint_ns = ''` is written out so every plan can use it, and its
+    `step IS NOT NULL` follows from `c.step = %(step)s`), a whole checkpoint id through the
+    primary key: one index probe, whatever the thread's length."""
 
     FILTERS = (
         ("root", "c.checkpoint_ns = ''"),

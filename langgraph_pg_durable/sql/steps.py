@@ -111,7 +111,8 @@ class NeighbourColumn(Columns):
 
 def step_neighbours(q: str) -> str:
     """The root steps just before and after `%(step)s` in a thread: two probes of the
-    root-step index (its predicate written out), whatever the thread's length. Each is an
+    root-step index (its predicate written out: the namespace, and a bound on the step that
+    implies it is not NULL), whatever the thread's length. Each is an
     ORDER BY ... LIMIT 1, not max()/min(): a plan made without statistics aggregates every
     step past the bound instead."""
     return f"""
