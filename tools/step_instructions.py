@@ -29,7 +29,8 @@ the put the identity pass over the list with the check that no item changed in p
 appended items found among the write's, a delta row (a snapshot every `snapshot_every`).
 What a design of ours with every part on could cost: the bar for the bookkeeping, not a
 saver (it keeps no step, run or fencing token of its own, and nothing it writes is read
-back here).
+back here). With `--without log,check,lock` (any of them) the bare path leaves those parts
+out too: what each costs at its leanest, against what it costs in the saver.
 
 Needs valgrind (`apt-get install valgrind`); the replay runs ~50 times slower under it.
 """
@@ -94,11 +95,13 @@ def _take_away(saver: Any, kind: str, without: set[str]) -> None:
         safe_serde.refused_names = lambda data, policy: []  # type: ignore[assignment]
 
 
-def _lean(saver: Any, *, plain_lists: bool = False) -> dict[str, Any]:
+def _lean(saver: Any, *, plain_lists: bool = False, without: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The bare put and put_writes of `--lean` (see the module), on one connection of the
     saver's pool. With `plain_lists` (`--style plain`), each list value is stored in the
     list layout as any design of ours must store it when LangGraph hands the saver the whole
-    list; else every value is stored whole, as a put of a `DeltaChannel` graph's are."""
+    list; else every value is stored whole, as a put of a `DeltaChannel` graph's are.
+    `without`: `lock` sends no writer-lock statement, `log` neither describes the task nor
+    sends the action row (the statement's form without it); `check` is `_take_away`'s."""
     import base64
     import hashlib
     import operator
@@ -126,6 +129,9 @@ def _lean(saver: Any, *, plain_lists: bool = False) -> dict[str, Any]:
     written: dict[str, dict[int, tuple[Any, Any, tuple[str, int]]]] = {}
 
     def flight(thread_id: str, sql: str, params: dict[str, Any]) -> None:
+        if "lock" in without:
+            conn.wait(wire.exchange(conn, [(sql, params)]))
+            return
         lock = (statements.lock_thread, {"lock_key": thread_lock_keys(saver.schema, [thread_id])[0]})
         conn.wait(wire.exchange(conn, [lock, (sql, params)]))
 
@@ -260,33 +266,36 @@ def _lean(saver: Any, *, plain_lists: bool = False) -> dict[str, Any]:
                 offers[id(item)] = (item, layout.item_mark(item), (item_key, idx))
             body = orjson.dumps({"k": item_key, "n": len(values), "list": type(v) is list})
             rows.append([i, ch, layout.WRITE_ITEMS_TYPE, body])
-        action = actions.describe(writes, checkpoint_ns=ns, task_id=task_id, task_path=task_path)
-        flight(
-            thread_id,
-            statements.put_packed_writes[(bool(items), True, False)],
-            {
-                "thread_id": thread_id,
-                "checkpoint_ns": ns,
-                "checkpoint_id": checkpoint_id,
-                "task_id": task_id,
-                "task_path": task_path,
-                "packed_type": PACKED_WRITES_TYPE,
-                "check_checkpoint": checkpoint_id,
-                "packed_idx": rows[-1][0],
-                "packed_channel": rows[0][1],
-                "packed_value": ormsgpack.packb(rows),
-                "packed_item_version": item_key,
-                "run_id": run_id,
-                "action_step": None,
-                "action_idx": action.idx,
-                "agent": action.agent,
-                "action_type": action.action_type,
-                "payload": action.payload,
-                "run_status": None,
-                "fence": None,
-                **(_item_params(items) if items else {}),
-            },
-        )
+        params = {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+            "task_id": task_id,
+            "task_path": task_path,
+            "packed_type": PACKED_WRITES_TYPE,
+            "check_checkpoint": checkpoint_id,
+            "packed_idx": rows[-1][0],
+            "packed_channel": rows[0][1],
+            "packed_value": ormsgpack.packb(rows),
+            "packed_item_version": item_key,
+            "fence": None,
+            **(_item_params(items) if items else {}),
+        }
+        log = "log" not in without
+        if log:
+            action = actions.describe(writes, checkpoint_ns=ns, task_id=task_id, task_path=task_path)
+            params.update(
+                {
+                    "run_id": run_id,
+                    "action_step": None,
+                    "action_idx": action.idx,
+                    "agent": action.agent,
+                    "action_type": action.action_type,
+                    "payload": action.payload,
+                    "run_status": None,
+                }
+            )
+        flight(thread_id, statements.put_packed_writes[(bool(items), log, False)], params)
 
     return {"put": put, "put_writes": put_writes}
 
@@ -327,7 +336,7 @@ def child(args: argparse.Namespace) -> None:
                     setattr(saver, name, original[name])
                 _take_away(saver, args.saver, without)
                 if args.lean:
-                    original.update(_lean(saver, plain_lists=args.style == "plain"))
+                    original.update(_lean(saver, plain_lists=args.style == "plain", without=frozenset(without)))
 
                 def replay() -> None:
                     thread_id = f"replay-{uuid.uuid4().hex[:8]}"
@@ -398,8 +407,8 @@ def main() -> int:
     unknown = set(filter(None, args.without.split(","))) - set(PARTS[args.saver])
     if unknown:
         parser.error(f"--without {sorted(unknown)[0]!r}: the {args.saver} saver's parts are {', '.join(PARTS[args.saver])}")
-    if args.lean and (args.saver != "ours" or args.without):
-        parser.error("--lean measures ours, with every part on")
+    if args.lean and (args.saver != "ours" or "fence" in args.without.split(",")):
+        parser.error("--lean measures ours (its bare write path has no fencing token to take away)")
     if args.child:
         child(args)
         return 0
