@@ -13,13 +13,13 @@ from __future__ import annotations
 # async:
 import asyncio
 from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 
 # end
 # sync:
 # import threading
 # from collections.abc import Iterable, Iterator, Mapping, Sequence
-# from contextlib import contextmanager
+# from contextlib import contextmanager, nullcontext
 # end
 import logging
 import time
@@ -58,7 +58,7 @@ from .inflight import AsyncWritesInFlight, in_flight_key
 from .memory import DEFAULT_ITEM_CACHE_BYTES
 from .store import DEFAULT_CACHE_BYTES, DEFAULT_REUSE_WINDOW
 from .objects_async import AsyncObjectStorage
-from .ops import GC_BATCH, SaverCore
+from .ops import GC_BATCH, THREAD_QUEUES, SaverCore
 from .retry import Attempts, RetryPolicy, is_server_lost, time_left
 from .sql import distribute as distribute_sql
 from .sql import doctor as doctor_sql
@@ -146,6 +146,7 @@ class AsyncDurablePostgresSaver(SaverCore):
         self.is_pool = isinstance(conn, AsyncConnectionPool)
         # A single connection runs one statement at a time; a pool needs no lock.
         self._lock = asyncio.Lock()
+        self._queues = [asyncio.Lock() for _ in range(THREAD_QUEUES)]  # (see THREAD_QUEUES)
         # async:
         try:
             self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -271,29 +272,34 @@ class AsyncDurablePostgresSaver(SaverCore):
         attempts: Attempts | None = None  # made at the first failure: most calls succeed at once
         confirm = False  # after a commit the server did not confirm as replicated
         pool = self.conn if isinstance(self.conn, AsyncConnectionPool) else None
+        slot = self._queue_of(query)
+        # A writer of one thread waits for the saver's other flight of it here, each attempt
+        # (not through a retry's pause), before it takes a connection (see THREAD_QUEUES).
+        queue = self._queues[slot] if slot is not None else _NOT_QUEUED
         while True:
             try:
-                if pool is None:
-                    async with self._connection() as conn:
-                        fetched = await self._attempt(conn, query, confirm)
-                else:
-                    # getconn/putconn rather than the pool's connection(): an attempt leaves its
-                    # connection idle (in autocommit, or after its own transaction), so the
-                    # commit that connection() makes on the way out has nothing to do (a
-                    # tenth of a step's instructions with the pool's other bookkeeping).
-                    # The connection the last call left idle, if the saver keeps one (spare.py).
-                    kept = self._spare.take()
-                    if kept is None:
-                        conn, since = await pool.getconn(timeout=self._pool_wait(started)), time.monotonic()
+                async with queue:
+                    if pool is None:
+                        async with self._connection() as conn:
+                            fetched = await self._attempt(conn, query, confirm)
                     else:
-                        conn, since = kept
-                    done = False
-                    try:
-                        fetched = await self._attempt(conn, query, confirm)
-                        done = True
-                    finally:
-                        if not (done and self._spare.keep(conn, since, pool)):
-                            await _give_back(pool, conn)
+                        # getconn/putconn rather than the pool's connection(): an attempt leaves
+                        # its connection idle (in autocommit, or after its own transaction), so
+                        # the commit that connection() makes on the way out has nothing to do (a
+                        # tenth of a step's instructions with the pool's other bookkeeping).
+                        # The connection the last call left idle, if the saver keeps one (spare.py).
+                        kept = self._spare.take()
+                        if kept is None:
+                            conn, since = await pool.getconn(timeout=self._pool_wait(started)), time.monotonic()
+                        else:
+                            conn, since = kept
+                        done = False
+                        try:
+                            fetched = await self._attempt(conn, query, confirm)
+                            done = True
+                        finally:
+                            if not (done and self._spare.keep(conn, since, pool)):
+                                await _give_back(pool, conn)
                 break
             except Exception as exc:
                 if pool is None and self.conn.closed:
@@ -1039,6 +1045,10 @@ class AsyncDurablePostgresSaver(SaverCore):
         return self._on_loop(self.agc(grace_period=grace_period, dry_run=dry_run))
 
     # end
+
+
+# A statement no writer of one thread sends waits in no queue (see THREAD_QUEUES).
+_NOT_QUEUED = nullcontext()
 
 
 async def _give_back(pool: AsyncConnectionPool, conn: AsyncConnection) -> None:

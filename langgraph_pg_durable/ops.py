@@ -132,6 +132,18 @@ def _put_writes_named(task_id: str, thread_id: str) -> str:
     return f"put_writes of task {shown(task_id)} on thread {shown(thread_id)}"
 
 
+# The queues a thread's writes wait in within one saver, before taking a connection: LangGraph
+# sends a task's writes and the next checkpoint's put from different threads (or tasks) at
+# once, and the writer lock serializes them on the server, where the one that waits holds a
+# connection, a backend and a lock-table wait, and the pool opens more connections (each
+# warmed up with a dozen reads) to serve the others. Queued here first, the second flight
+# finds the lock free: a chat whose every turn is an invoke (tools/turn_cost.py) cost the
+# server 2.1-2.8 ms a turn, 1.4 queued. A flight's queue is its lock's key modulo this many:
+# two threads whose keys share one wait for each other's flights, which the server would
+# have run side by side; with this many, seldom.
+THREAD_QUEUES = 256
+
+
 class SaverCore(BaseCheckpointSaver[str]):
     """Configuration and Query builders shared by DurablePostgresSaver and its async twin."""
 
@@ -270,6 +282,15 @@ class SaverCore(BaseCheckpointSaver[str]):
     def _locks(self, thread_ids: Iterable[str]) -> list[int]:
         """The writer locks a write or delete of these threads takes first (see Query.locks)."""
         return thread_lock_keys(self.schema, thread_ids)
+
+    @staticmethod
+    def _queue_of(query: Query[Any]) -> int | None:
+        """The in-process queue a statement of one thread's writer waits in before it takes
+        a connection (see `THREAD_QUEUES`), None for any other statement and for one that
+        stores objects first: its uploads run alongside the thread's other flights, as they
+        did before the writer lock, rather than in turn."""
+        locks = query.locks
+        return locks[0] % THREAD_QUEUES if len(locks) == 1 and not query.uploads else None
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
         """A version sorting after `current` as text, with a random tail that keeps forks apart."""

@@ -145,3 +145,46 @@ def test_writes_wait_for_a_delete_thread_and_then_refuse_to_write_on_it(saver: D
         writes.result()
     with psycopg.connect(pg_dsn) as conn:
         assert conn.execute(f'SELECT count(*) FROM "{schema_name}".checkpoint_writes').fetchone()[0] == 0
+
+
+class _Watched:
+    """A saver's queue, seen from the test: `queued` is set once a second flight found it
+    taken and waits in it."""
+
+    def __init__(self, queue: Any) -> None:
+        self.queue = queue
+        self.queued = threading.Event()
+
+    def __enter__(self) -> None:
+        if not self.queue.acquire(blocking=False):
+            self.queued.set()
+            self.queue.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.queue.release()
+
+
+def test_a_second_flight_of_a_thread_waits_in_the_saver(saver: DurablePostgresSaver, pg_dsn: str, schema_name: str) -> None:
+    """LangGraph sends a task's writes and the next put from different threads at once. The
+    second of a thread's flights waits in the saver, holding no connection, while the first
+    waits for the writer lock (here held by another process): one backend waits on the
+    server, not two; then both are stored."""
+    from langgraph_pg_durable.ops import THREAD_QUEUES
+
+    second, _ = _history(saver)
+    key = thread_lock_keys(schema_name, ["t"])[0]
+    watched = saver._queues[key % THREAD_QUEUES] = _Watched(saver._queues[key % THREAD_QUEUES])
+    with psycopg.connect(pg_dsn) as other:
+        other.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+        first = InBackground(lambda: saver.put_writes(second, [("doc", {"w": 1})], "task-a"))
+        wait_until_blocked_on_a_writer_lock(pg_dsn, first)
+        then = InBackground(lambda: saver.put_writes(second, [("doc", {"w": 2})], "task-b"))
+        assert watched.queued.wait(timeout=30), "the second flight did not wait in the saver"
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            waiting = conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").fetchone()
+        assert waiting == (1,)
+        other.commit()
+    first.result()
+    then.result()
+    got = saver.get_tuple(second)
+    assert got is not None and sorted(task for task, _, _ in got.pending_writes) == ["task-a", "task-b"]
