@@ -136,11 +136,11 @@ def _put_writes_named(task_id: str, thread_id: str) -> str:
 # sends a task's writes and the next checkpoint's put from different threads (or tasks) at
 # once, and the writer lock serializes them on the server, where the one that waits holds a
 # connection, a backend and a lock-table wait, and the pool opens more connections (each
-# warmed up with a dozen reads) to serve the others. Queued here first, the second flight
-# finds the lock free: a chat whose every turn is an invoke (tools/turn_cost.py) cost the
-# server 2.1-2.8 ms a turn, 1.4 queued. A flight's queue is its lock's key modulo this many:
-# two threads whose keys share one wait for each other's flights, which the server would
-# have run side by side; with this many, seldom.
+# warmed up by running six reads six times) to serve the others. Queued here first, the
+# second flight finds the lock free: a chat whose every turn is an invoke
+# (tools/turn_cost.py) cost the server 2.1-3.0 ms a turn, 1.4-1.6 queued. A flight's queue
+# is its lock's key modulo this many: two threads whose keys share one wait for each
+# other's flights, which the server would have run side by side; with this many, seldom.
 THREAD_QUEUES = 256
 
 
