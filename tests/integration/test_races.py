@@ -5,16 +5,20 @@ it (pg_locks shows the waiter), then commits."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import psycopg
 import pytest
 
 from checkpoints import next_put
-from langgraph_pg_durable import DurablePostgresSaver, HistoryRewoundError
+from langgraph.checkpoint.base import empty_checkpoint
+
+from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver, HistoryRewoundError
 from langgraph_pg_durable.sql.schema import thread_lock_keys
 
 # Every case runs through both write paths: the statements, and the write functions (as on Citus).
@@ -188,3 +192,59 @@ def test_a_second_flight_of_a_thread_waits_in_the_saver(saver: DurablePostgresSa
     then.result()
     got = saver.get_tuple(second)
     assert got is not None and sorted(task for task, _, _ in got.pending_writes) == ["task-a", "task-b"]
+
+
+class _Running:
+    """A task, as `wait_until_blocked_on_a_writer_lock` looks at an InBackground call."""
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.thread = SimpleNamespace(is_alive=lambda: not task.done())
+        self.outcome = task
+
+
+class _WatchedAsync:
+    """`_Watched` for the async saver's queue (an asyncio.Lock): the check and the wait run
+    with no await between them, so nothing else runs in between."""
+
+    def __init__(self, queue: Any) -> None:
+        self.queue = queue
+        self.queued = asyncio.Event()
+
+    async def __aenter__(self) -> None:
+        if self.queue.locked():
+            self.queued.set()
+        await self.queue.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.queue.release()
+
+
+async def test_a_second_flight_of_a_thread_waits_in_the_async_saver(pg_dsn: str, schema_name: str) -> None:
+    """The async shell's queue: as above, with the two writes as tasks on one loop."""
+    from langgraph_pg_durable.ops import THREAD_QUEUES
+
+    async with AsyncDurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        await saver.setup()
+        versions = {"doc": saver.get_next_version(None, None)}
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"], checkpoint["channel_versions"] = {"doc": {"v": 1}}, dict(versions)
+        root = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        first_put = await saver.aput(root, checkpoint, {"source": "input", "step": -1}, versions)
+        key = thread_lock_keys(schema_name, ["t"])[0]
+        watched = saver._queues[key % THREAD_QUEUES] = _WatchedAsync(saver._queues[key % THREAD_QUEUES])
+        other = await psycopg.AsyncConnection.connect(pg_dsn)
+        try:
+            await other.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+            first = asyncio.create_task(saver.aput_writes(first_put, [("doc", {"w": 1})], "task-a"))
+            await asyncio.to_thread(wait_until_blocked_on_a_writer_lock, pg_dsn, _Running(first))
+            then = asyncio.create_task(saver.aput_writes(first_put, [("doc", {"w": 2})], "task-b"))
+            await asyncio.wait_for(watched.queued.wait(), timeout=30)
+            async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+                waiting = await (await conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).fetchone()
+            assert waiting == (1,)
+            await other.commit()
+        finally:
+            await other.close()
+        await asyncio.wait_for(asyncio.gather(first, then), timeout=60)
+        got = await saver.aget_tuple(first_put)
+        assert got is not None and sorted(task for task, _, _ in got.pending_writes) == ["task-a", "task-b"]
