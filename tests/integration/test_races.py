@@ -19,6 +19,7 @@ from checkpoints import next_put
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph_pg_durable import AsyncDurablePostgresSaver, DurablePostgresSaver, HistoryRewoundError
+from langgraph_pg_durable.core.plan import Query
 from langgraph_pg_durable.sql.schema import thread_lock_keys
 
 # Every case runs through both write paths: the statements, and the write functions (as on Citus).
@@ -168,16 +169,23 @@ class _Watched:
         self.queue.release()
 
 
+def _watch(saver: Any, key: int, watching: Callable[[Any], Any]) -> Any:
+    """Put `watching` around the queue the saver's own mapping gives a write under the
+    writer lock `key` (any flight of that thread waits in it); return the watcher."""
+    slot = saver._queue_of(Query("put_writes", "", {}, locks=[key]))
+    assert slot is not None, "a write of one thread waits in no queue"
+    watched = saver._queues[slot] = watching(saver._queues[slot])
+    return watched
+
+
 def test_a_second_flight_of_a_thread_waits_in_the_saver(saver: DurablePostgresSaver, pg_dsn: str, schema_name: str) -> None:
     """LangGraph sends a task's writes and the next put from different threads at once. The
     second of a thread's flights waits in the saver, holding no connection, while the first
     waits for the writer lock (here held by another process): one backend waits on the
     server, not two; then both are stored."""
-    from langgraph_pg_durable.ops import THREAD_QUEUES
-
     second, _ = _history(saver)
     key = thread_lock_keys(schema_name, ["t"])[0]
-    watched = saver._queues[key % THREAD_QUEUES] = _Watched(saver._queues[key % THREAD_QUEUES])
+    watched = _watch(saver, key, _Watched)
     with psycopg.connect(pg_dsn) as other:
         other.execute("SELECT pg_advisory_xact_lock(%s)", [key])
         first = InBackground(lambda: saver.put_writes(second, [("doc", {"w": 1})], "task-a"))
@@ -221,8 +229,6 @@ class _WatchedAsync:
 
 async def test_a_second_flight_of_a_thread_waits_in_the_async_saver(pg_dsn: str, schema_name: str) -> None:
     """The async shell's queue: as above, with the two writes as tasks on one loop."""
-    from langgraph_pg_durable.ops import THREAD_QUEUES
-
     async with AsyncDurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
         await saver.setup()
         versions = {"doc": saver.get_next_version(None, None)}
@@ -231,7 +237,7 @@ async def test_a_second_flight_of_a_thread_waits_in_the_async_saver(pg_dsn: str,
         root = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
         first_put = await saver.aput(root, checkpoint, {"source": "input", "step": -1}, versions)
         key = thread_lock_keys(schema_name, ["t"])[0]
-        watched = saver._queues[key % THREAD_QUEUES] = _WatchedAsync(saver._queues[key % THREAD_QUEUES])
+        watched = _watch(saver, key, _WatchedAsync)
         other = await psycopg.AsyncConnection.connect(pg_dsn)
         try:
             await other.execute("SELECT pg_advisory_xact_lock(%s)", [key])
