@@ -129,11 +129,10 @@ def _lean(saver: Any, *, plain_lists: bool = False, without: frozenset[str] = fr
     written: dict[str, dict[int, tuple[Any, Any, tuple[str, int]]]] = {}
 
     def flight(thread_id: str, sql: str, params: dict[str, Any]) -> None:
-        if "lock" in without:
-            conn.wait(wire.exchange(conn, [(sql, params)]))
-            return
-        lock = (statements.lock_thread, {"lock_key": thread_lock_keys(saver.schema, [thread_id])[0]})
-        conn.wait(wire.exchange(conn, [lock, (sql, params)]))
+        sent: list[tuple[str, dict[str, Any]]] = [(sql, params)]
+        if "lock" not in without:
+            sent.insert(0, (statements.lock_thread, {"lock_key": thread_lock_keys(saver.schema, [thread_id])[0]}))
+        conn.wait(wire.exchange(conn, sent))
 
     def list_row(
         thread_id: str, channel: str, version: str, value: list[Any], items: list[Any], used: set[tuple[str, str]]
