@@ -32,11 +32,14 @@ class _ArrayDumper(Dumper):
     element_type = ""
     _element_oid = 0
     _empty = b""
+    _one = b""  # the header of an array of one element, not NULL
+    _one_null = b""  # an array of one NULL
 
     def __init_subclass__(cls) -> None:
         info = postgres.types.get(cls.element_type)
         assert info is not None and info.array_oid
         cls.oid, cls._element_oid, cls._empty = info.array_oid, info.oid, _EMPTY.pack(0, 0, info.oid)
+        cls._one, cls._one_null = _HEAD.pack(1, 0, info.oid, 1, 1), _HEAD.pack(1, 1, info.oid, 1, 1) + _NULL
 
     def __init__(self, cls: type, context: Any = None) -> None:
         super().__init__(cls, context)
@@ -50,6 +53,14 @@ class _ArrayDumper(Dumper):
         if not obj:
             return self._empty
         field = self._field
+        if len(obj) == 1:  # most arrays of a step: a write's one channel, a put's one value
+            element = obj[0]
+            if element is None:
+                return self._one_null
+            try:
+                return self._one + field(element)
+            except struct.error as exc:
+                raise DataError(f"an array parameter ({self.element_type}[]) holds a value out of range: {exc}") from None
         parts = [b""]
         has_null = 0
         try:

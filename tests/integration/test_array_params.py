@@ -17,6 +17,12 @@ CASES = [
     (Int4Array([-(2**31), 2**31 - 1, 0]), "int4[]"),
     (Int8Array([-(2**63), 2**63 - 1, None]), "int8[]"),
     (Int8Array([None]), "int8[]"),
+    # One element, the most common array of a step, is built apart:
+    (TextArray(["日本"]), "text[]"),
+    (TextArray([None]), "text[]"),
+    (ByteaArray([b"\x00"]), "bytea[]"),
+    (Int4Array([-(2**31)]), "int4[]"),
+    (Int8Array([2**63 - 1]), "int8[]"),
 ]
 
 
@@ -34,3 +40,5 @@ def test_a_value_out_of_range_is_refused_naming_the_array_type(pg_dsn: str) -> N
     with psycopg.connect(pg_dsn) as conn, conn.cursor(binary=True) as cur:
         with pytest.raises(psycopg.DataError, match=r"int4\[\]"):
             cur.execute("SELECT %(v)s", {"v": Int4Array([2**31])})
+        with pytest.raises(psycopg.DataError, match=r"int8\[\]"):
+            cur.execute("SELECT %(v)s", {"v": Int8Array([2**63, 1])})

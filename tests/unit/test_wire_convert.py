@@ -51,6 +51,20 @@ def test_parameters_are_sent_as_psycopgs_transformer_would_send_them() -> None:
     assert types == tuple(tx.types) and sent == list(tx.formats)
 
 
+@pytest.mark.parametrize("element", ["日本", None, b"\x00\xff", -(2**31), 2**62], ids=repr)
+def test_an_array_of_one_element_is_the_bytes_of_any_other_length(element: object) -> None:
+    """Arrays of one element take a path of their own: the same header and field as the
+    general loop makes, which the two-element array shows (its second element dropped)."""
+    kinds = {str: TextArray, type(None): TextArray, bytes: ByteaArray, int: Int8Array if element == 2**62 else Int4Array}
+    cls = kinds[type(element)]
+    dumper = wire._ARRAYS[cls]
+    one, two = dumper.dump(cls([element])), dumper.dump(cls([element, element]))
+    head = 20  # dimensions, has nulls, element oid, length, lower bound
+    field = (len(two) - head) // 2
+    assert one[:12] == two[:12] and one[12:16] == (1).to_bytes(4, "big") and one[16:head] == two[16:head]
+    assert one[head:] == two[head : head + field] and len(one) == head + field
+
+
 @pytest.mark.parametrize("value", [1.5, 2**70, {"a": 1}, bytearray(b"x"), ["plain", "list"]], ids=repr)
 def test_a_parameter_of_another_type_goes_through_the_transformer(value: object) -> None:
     assert wire._dumped(["text", value], [PyFormat.AUTO, PyFormat.AUTO]) is None
