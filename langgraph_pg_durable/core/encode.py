@@ -422,9 +422,10 @@ def put_writes_params(
             "packed_item_version": item_key,
         }
     if items:
-        params.update(_item_params(items))
+        item_params = _item_params(items)  # (arrays no one changes: both forms send the same)
+        params.update(item_params)
         if packed is not None:
-            packed.update(_item_params(items))
+            packed.update(item_params)
     if log is not None:
         logged = _action_params(codec, key, writes, task_id, task_path, refs if offloaded else (), log)
         params.update(logged)
