@@ -446,10 +446,15 @@ def plan(
     state = ListState(version, chain, digests, locations, seen=Seen.of(value, weight, prefix=seen, start=start), segments=whole)
     body = list_body(segments, item_versions)
     # A snapshot reusing stored items relies on the base rows that hold them.
-    reused = any(location[0] != version for location in locations)
-    needs = chain if chain else (base.version,) if reused and base is not None else ()
-    offered_keys = {location[0] for location in offered.values()}
-    item_needs = tuple(v for v in item_versions if v in offered_keys)
+    if chain:
+        needs: tuple[str, ...] = chain
+    else:
+        reused = base is not None and any(location[0] != version for location in locations)
+        needs = (base.version,) if reused and base is not None else ()
+    item_needs: tuple[str, ...] = ()
+    if offered:
+        offered_keys = {location[0] for location in offered.values()}
+        item_needs = tuple(v for v in item_versions if v in offered_keys)
     return ListRow(body, chain, item_versions, items, uploads, state, needs, item_needs)
 
 
