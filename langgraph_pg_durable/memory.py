@@ -514,10 +514,10 @@ class CheckpointNotes:
             return self._notes.get((thread_id, ns, checkpoint_id))
 
 
-# What `MessageMemory.prior` looks a message up in: the ids a checkpoint holds, those of its
-# messages still kept, a lane's writes (id to the first checkpoint and the message), and the
-# checkpoint a lane's write must precede.
-_Source = tuple[frozenset[str], Mapping[str, Any], Mapping[str, tuple[str, Any]], str]
+# What `MessageMemory.prior` looks a message up in: the ids a checkpoint holds, the key its
+# messages are kept under (None: none), a lane's writes (id to the first checkpoint and the
+# message), and the checkpoint a lane's write must precede.
+_Source = tuple[frozenset[str], "tuple[str, str, str] | None", Mapping[str, tuple[str, Any]], str]
 _NOT_FOUND = object()  # `MessageMemory._look_up` found nothing (None could be a message)
 
 
@@ -662,25 +662,26 @@ class MessageMemory:
     def _source(self, thread_id: str, ns: str, checkpoint_id: str) -> _Source:
         """What is known of a checkpoint's messages and its graph's writes (under the lock)."""
         key = (thread_id, ns, checkpoint_id)
-        return self._ids.get(key, frozenset()), self._found(key) or {}, self._written.get((thread_id, ns), {}), checkpoint_id
+        return self._ids.get(key, frozenset()), key, self._written.get((thread_id, ns), {}), checkpoint_id
 
     def _thread_sources(self, thread_id: str, before: str) -> list[_Source]:
         """Every checkpoint of the thread older than `before` whose messages are known, and
         every lane of its writes, each lane's entries counting from `before` (under the lock)."""
-        held: list[_Source] = [
-            (ids, self._found(key) or {}, {}, before) for key, ids in self._ids.items() if key[0] == thread_id and key[2] < before
-        ]
+        held: list[_Source] = [(ids, key, {}, before) for key, ids in self._ids.items() if key[0] == thread_id and key[2] < before]
         lanes: list[_Source] = [
-            (frozenset(), {}, lane, before) for (lane_thread, _), lane in self._written.items() if lane_thread == thread_id
+            (frozenset(), None, lane, before) for (lane_thread, _), lane in self._written.items() if lane_thread == thread_id
         ]
         return [*held, *lanes]
 
-    @staticmethod
-    def _look_up(message_id: str, sources: Sequence[_Source]) -> Any:
-        """The message a source knows by `message_id`, first source first, or `_NOT_FOUND`."""
-        for known, held, lane, before in sources:
+    def _look_up(self, message_id: str, sources: Sequence[_Source]) -> Any:
+        """The message a source knows by `message_id`, first source first, or `_NOT_FOUND`
+        (under the lock). A checkpoint's messages are found by id only for an id it holds:
+        a task that writes only new messages (most steps of a chat) makes no map of the
+        conversation (a put of a plain list of messages carries all of them)."""
+        for known, key, lane, before in sources:
             entry = lane.get(message_id)
             if message_id in known:
+                held = (self._found(key) if key is not None else None) or {}
                 return held[message_id] if message_id in held else entry[1] if entry is not None else KNOWN
             if entry is not None and entry[0] < before:
                 return entry[1]

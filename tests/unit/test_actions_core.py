@@ -413,6 +413,19 @@ def test_the_message_memory_keeps_ids_longer_than_messages() -> None:
     assert asked == ["found"]
 
 
+def test_a_task_writing_only_new_messages_makes_no_map_of_the_conversation() -> None:
+    # A put of a plain list of messages carries the whole chat: its messages are found by id
+    # only when a task writes back one the checkpoint held, not at every step's new reply.
+    memory = MessageMemory()
+    asked: list[str] = []
+    chat = {f"m{n}": AIMessage(str(n), id=f"m{n}") for n in range(50)}
+    memory.hold("t", "", "1f0-a", frozenset(chat), lambda: asked.append("found") or chat)  # type: ignore[func-returns-value]
+    memory.hold("u", "", "1f0-a", frozenset(chat), lambda: asked.append("u") or chat)  # type: ignore[func-returns-value]
+    assert memory.prior("t", "", "1f0-a", ["new"]) == {} and asked == []
+    assert memory.prior("t", "sub:1", "1f0-z", ["new"], {"": "1f0-a"}, handed=True) == {} and asked == []
+    assert memory.prior("t", "", "1f0-a", ["new", "m3"]) == {"m3": chat["m3"]} and asked == ["found"]
+
+
 def test_a_send_row_stored_before_its_checkpoint_is_named_once_by_whichever_comes_second() -> None:
     assert send_index(PUSH + "0000000002, False") == 2 and send_index(PULL + "tools") is None
     assert send_index(PUSH + "~__pregel_pull, entry, 0000000002, True") is None  # a functional-API task
