@@ -385,15 +385,18 @@ _ID = operator.attrgetter("id")
 
 def held_message_ids(channel_values: Mapping[str, Any]) -> frozenset[str]:
     """The ids of the messages a checkpoint's channels hold (see `held_messages`)."""
-    out: set[Any] = set()
+    found: list[frozenset[Any]] = []
     for value in channel_values.values():
         if isinstance(value, list) and value and is_message(value[0]) and is_message(value[-1]):
             try:  # at C speed: a put of a long chat sends every message it holds
-                out.update(map(_ID, value))
+                found.append(frozenset(map(_ID, value)))
             except AttributeError:  # not messages all through
-                out.update(getattr(m, "id", None) for m in value)
-    out.discard(None)  # a message add_messages has not given an id yet
-    return frozenset(out) if set(map(type, out)) <= {str} else frozenset(i for i in out if isinstance(i, str))
+                found.append(frozenset(getattr(m, "id", None) for m in value))
+    if not found:
+        return frozenset()
+    out = found[0] if len(found) == 1 else frozenset().union(*found)
+    # Text ids as a rule; None is a message add_messages has not given an id yet.
+    return out if set(map(type, out)) <= {str} else frozenset(i for i in out if isinstance(i, str))
 
 
 def held_messages(channel_values: Mapping[str, Any]) -> dict[str, BaseMessage]:

@@ -26,6 +26,7 @@ from langgraph_pg_durable.core.actions import (
     _openai_text_message,
     is_subgraph_input,
     describe,
+    held_message_ids,
     message_json,
     readable,
     send_index,
@@ -411,6 +412,20 @@ def test_the_message_memory_keeps_ids_longer_than_messages() -> None:
     assert asked == [] and memory.held("t", "", "1f0-c") == {"x": old} and asked == ["found"]  # found when asked, once
     memory.held("t", "", "1f0-c")
     assert asked == ["found"]
+
+
+def test_the_ids_a_checkpoint_holds_are_the_text_ids_of_its_message_lists() -> None:
+    no_id = AIMessage("not given one yet")
+    odd = AIMessage("odd")
+    object.__setattr__(odd, "id", 7)  # not text: never taken as an id
+    values = {
+        "messages": [HumanMessage("a", id="a"), no_id, AIMessage("b", id="b")],
+        "other": [AIMessage("c", id="c"), odd, AIMessage("a", id="a")],
+        "words": ["a", "d"],  # not messages
+        "step": 3,
+    }
+    assert held_message_ids(values) == {"a", "b", "c"}
+    assert held_message_ids({"messages": [HumanMessage("a", id="a")]}) == {"a"} and held_message_ids({"step": 1}) == frozenset()
 
 
 def test_a_task_writing_only_new_messages_makes_no_map_of_the_conversation() -> None:
