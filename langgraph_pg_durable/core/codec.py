@@ -20,12 +20,13 @@ from typing import Any
 import orjson
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from ..errors import DeserializationError, DurableCheckpointError, SerializationError, Where, named, shown
 from .chunks import Chunked, as_chunked
 from .keys import require_text
 from .offload import MAX_INLINE_BYTES
-from .safe_serde import BlockedTypeError, PlaintextRefusedError, checked_loads, checked_msgpack_loads, msgpack_loader
+from .safe_serde import BlockedTypeError, DurableSerializer, PlaintextRefusedError, checked_loads, checked_msgpack_loads, msgpack_loader
 
 StoredItem = tuple[str, bytes]  # (serializer type, bytes) of one list item, decompressed
 
@@ -70,10 +71,16 @@ def decode_failure(type_: Any, exc: BaseException) -> str:
     return f"the stored value (type {shown(type_, 60)}) cannot be decoded: {type(exc).__name__}: {detail}".rstrip(": ")
 
 
+# The inline scalars whose stored form `dump_inline` keeps, by (type, value): not floats,
+# since -0.0 == 0.0 (and hash alike) and they serialize apart; how many at most.
+_KEPT_INLINE = frozenset({type(None), bool, int, str})
+KEPT_INLINE_FORMS = 256
+
+
 class Codec:
     """The saver's serializer, as every layer below the shells uses it."""
 
-    __slots__ = ("serde", "plain", "_msgpack")
+    __slots__ = ("serde", "plain", "_msgpack", "_inline_forms")
 
     def __init__(self, serde: SerializerProtocol) -> None:
         self.serde = serde
@@ -81,6 +88,13 @@ class Codec:
         # ciphertext differs on every call (the stored bytes are still encrypted).
         self.plain: SerializerProtocol = getattr(serde, "serde", serde) if isinstance(serde, EncryptedSerializer) else serde
         self._msgpack = msgpack_loader(serde)
+        # The stored forms of inline scalars, for LangGraph's serializer and ours, which make
+        # the same bytes of the same value every time (a step counter is put again at
+        # every checkpoint); none for another serializer, whose output may not be the same
+        # twice (an EncryptedSerializer's never is).
+        self._inline_forms: dict[tuple[type, Any], list[str]] | None = (
+            {} if type(serde) in (JsonPlusSerializer, DurableSerializer) else None
+        )
 
     @property
     def encrypted(self) -> bool:
@@ -117,10 +131,21 @@ class Codec:
         the serializer still makes the bytes, so an EncryptedSerializer covers them.
         """
         out = {}
+        forms = self._inline_forms
         for channel, value in values.items():
             if is_inline(value):
-                type_, data = self.dump(value, channel=channel, where=where)
-                out[require_text(channel, "channel")] = [type_, base64.b64encode(data).decode("ascii")]
+                kind = type(value)
+                key = (kind, value) if forms is not None and kind in _KEPT_INLINE else None
+                stored = forms.get(key) if key is not None and forms is not None else None
+                if stored is None:
+                    type_, data = self.dump(value, channel=channel, where=where)
+                    stored = [type_, base64.b64encode(data).decode("ascii")]
+                    if key is not None and forms is not None:
+                        if len(forms) >= KEPT_INLINE_FORMS:
+                            forms.clear()
+                        forms[key] = stored
+                # (Shared by the checkpoints that hold the value: a row's JSON is only ever read.)
+                out[require_text(channel, "channel")] = stored
         return out
 
     def load_inline(self, stored: Any, *, where: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from langgraph_pg_durable.core.codec import (
     COMPRESS_MIN_BYTES,
     COMPRESSED,
     INLINE_MAX_CHARS,
+    KEPT_INLINE_FORMS,
     LEGACY_COMPRESSED,
     MAX_ITEM_BYTES,
     Codec,
@@ -179,6 +180,31 @@ def test_an_empty_inline_set_reads_as_nothing(codec: Codec) -> None:
     assert codec.dump_inline({}, where="w") == {}
     assert codec.load_inline(None, where="w") == {}
     assert codec.load_inline({}, where="w") == {}
+
+
+def test_an_inline_scalar_put_again_is_stored_as_it_was_and_keeps_its_type() -> None:
+    # The stored form of an inline scalar is kept and given again: never one of an equal
+    # value of another type (True and 1, False and 0), nor of a float (-0.0 == 0.0).
+    codec = Codec(JsonPlusSerializer())
+    first = {"a": 1, "b": True, "c": 0, "d": False, "e": 0.0, "f": "x", "g": None}
+    again = {"a": True, "b": 1, "c": False, "d": 0, "e": -0.0, "f": "x", "g": None}
+    for values in (first, again, first, again):
+        stored = codec.dump_inline(values, where="w")
+        back = codec.load_inline(stored, where="w")
+        assert back == values and [type(v) for v in back.values()] == [type(v) for v in values.values()]
+        assert math.copysign(1, back["e"]) == math.copysign(1, values["e"])
+        assert {k: (t, base64.b64decode(d)) for k, (t, d) in stored.items()} == {
+            k: codec.dump(v, channel=k, where="w") for k, v in values.items()
+        }
+    for n in range(3 * KEPT_INLINE_FORMS):  # a string channel that never repeats: bounded
+        codec.dump_inline({"s": f"value {n}"}, where="w")
+    assert 0 < len(codec._inline_forms or {}) <= KEPT_INLINE_FORMS
+
+
+def test_an_encrypted_inline_scalar_is_encrypted_again_at_every_put(encrypted: Codec) -> None:
+    first, second = (encrypted.dump_inline({"n": 7}, where="w")["n"] for _ in range(2))
+    assert first != second  # a fresh nonce each time: no stored form kept
+    assert encrypted.load_inline({"n": first}, where="w") == encrypted.load_inline({"n": second}, where="w") == {"n": 7}
 
 
 def test_inline_values_are_encrypted_under_encryption(encrypted: Codec) -> None:
