@@ -71,16 +71,16 @@ def decode_failure(type_: Any, exc: BaseException) -> str:
     return f"the stored value (type {shown(type_, 60)}) cannot be decoded: {type(exc).__name__}: {detail}".rstrip(": ")
 
 
-# The inline scalars whose stored form `dump_inline` keeps, by (type, value): not floats,
-# since -0.0 == 0.0 (and hash alike) and they serialize apart; how many at most.
-_KEPT_INLINE = frozenset({type(None), bool, int, str})
+# The scalars whose serialized form a Codec keeps, by (type, value) (`dump_inline`, `dump`):
+# not floats, since -0.0 == 0.0 (and hash alike) and they serialize apart; how many at most.
+_KEPT_SCALARS = frozenset({type(None), bool, int, str})
 KEPT_INLINE_FORMS = 256
 
 
 class Codec:
     """The saver's serializer, as every layer below the shells uses it."""
 
-    __slots__ = ("serde", "plain", "_msgpack", "_inline_forms")
+    __slots__ = ("serde", "plain", "_msgpack", "_inline_forms", "_scalar_forms")
 
     def __init__(self, serde: SerializerProtocol) -> None:
         self.serde = serde
@@ -92,9 +92,11 @@ class Codec:
         # the same bytes of the same value every time (a step counter is put again at
         # every checkpoint); none for another serializer, whose output may not be the same
         # twice (an EncryptedSerializer's never is).
-        self._inline_forms: dict[tuple[type, Any], list[str]] | None = (
-            {} if type(serde) in (JsonPlusSerializer, DurableSerializer) else None
-        )
+        deterministic = type(serde) in (JsonPlusSerializer, DurableSerializer)
+        self._inline_forms: dict[tuple[type, Any], list[str]] | None = {} if deterministic else None
+        # And of the same scalars as a write or a value stores them (a task writes its step
+        # counter, its routing flags).
+        self._scalar_forms: dict[tuple[type, Any], tuple[str, bytes]] | None = {} if deterministic else None
 
     @property
     def encrypted(self) -> bool:
@@ -102,7 +104,18 @@ class Codec:
 
     def dump(self, value: Any, *, channel: str, where: Where) -> tuple[str, bytes]:
         """Serialize one value, naming the channel when the serializer refuses it."""
-        return _dump(self.serde, value, channel=channel, where=where)
+        forms = self._scalar_forms
+        kind = type(value)
+        if forms is None or kind not in _KEPT_SCALARS or (kind is str and len(value) > INLINE_MAX_CHARS):
+            return _dump(self.serde, value, channel=channel, where=where)
+        key = (kind, value)
+        stored = forms.get(key)
+        if stored is None:
+            stored = _dump(self.serde, value, channel=channel, where=where)
+            if len(forms) >= KEPT_INLINE_FORMS:
+                forms.clear()
+            forms[key] = stored
+        return stored
 
     def load(self, type_: str, data: bytes | None, *, where: Where) -> Any:
         """Deserialize one stored value; any failure (a wrong key, foreign or corrupt bytes, a
@@ -135,7 +148,7 @@ class Codec:
         for channel, value in values.items():
             if is_inline(value):
                 kind = type(value)
-                key = (kind, value) if forms is not None and kind in _KEPT_INLINE else None
+                key = (kind, value) if forms is not None and kind in _KEPT_SCALARS else None
                 stored = forms.get(key) if key is not None and forms is not None else None
                 if stored is None:
                     type_, data = self.dump(value, channel=channel, where=where)

@@ -196,9 +196,14 @@ def test_an_inline_scalar_put_again_is_stored_as_it_was_and_keeps_its_type() -> 
         assert {k: (t, base64.b64decode(d)) for k, (t, d) in stored.items()} == {
             k: codec.dump(v, channel=k, where="w") for k, v in values.items()
         }
+        for k, v in values.items():  # a written value takes the same kept forms
+            back_one = codec.load(*codec.dump(v, channel=k, where="w"), where="w")
+            assert back_one == v and type(back_one) is type(v) and (k != "e" or math.copysign(1, back_one) == math.copysign(1, v))
     for n in range(3 * KEPT_INLINE_FORMS):  # a string channel that never repeats: bounded
         codec.dump_inline({"s": f"value {n}"}, where="w")
-    assert 0 < len(codec._inline_forms or {}) <= KEPT_INLINE_FORMS
+    assert 0 < len(codec._inline_forms or {}) <= KEPT_INLINE_FORMS and 0 < len(codec._scalar_forms or {}) <= KEPT_INLINE_FORMS
+    long = "y" * (INLINE_MAX_CHARS + 1)
+    assert codec.load(*codec.dump(long, channel="s", where="w"), where="w") == long and (str, long) not in (codec._scalar_forms or {})
 
 
 def test_an_encrypted_inline_scalar_is_encrypted_again_at_every_put(encrypted: Codec) -> None:
