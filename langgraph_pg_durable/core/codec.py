@@ -15,7 +15,7 @@ import operator
 import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -28,6 +28,7 @@ from .keys import require_text
 from .offload import MAX_INLINE_BYTES
 from .safe_serde import BlockedTypeError, DurableSerializer, PlaintextRefusedError, checked_loads, checked_msgpack_loads, msgpack_loader
 
+T = TypeVar("T")
 StoredItem = tuple[str, bytes]  # (serializer type, bytes) of one list item, decompressed
 
 
@@ -110,12 +111,7 @@ class Codec:
             return _dump(self.serde, value, channel=channel, where=where)
         key = (kind, value)
         stored = forms.get(key)
-        if stored is None:
-            stored = _dump(self.serde, value, channel=channel, where=where)
-            if len(forms) >= KEPT_INLINE_FORMS:
-                forms.clear()
-            forms[key] = stored
-        return stored
+        return stored if stored is not None else _keep(forms, key, _dump(self.serde, value, channel=channel, where=where))
 
     def load(self, type_: str, data: bytes | None, *, where: Where) -> Any:
         """Deserialize one stored value; any failure (a wrong key, foreign or corrupt bytes, a
@@ -147,16 +143,14 @@ class Codec:
         forms = self._inline_forms
         for channel, value in values.items():
             if is_inline(value):
-                kind = type(value)
-                key = (kind, value) if forms is not None and kind in _KEPT_SCALARS else None
-                stored = forms.get(key) if key is not None and forms is not None else None
+                key = (type(value), value)
+                kept = forms is not None and key[0] in _KEPT_SCALARS
+                stored = forms.get(key) if kept and forms is not None else None
                 if stored is None:
                     type_, data = self.dump(value, channel=channel, where=where)
                     stored = [type_, base64.b64encode(data).decode("ascii")]
-                    if key is not None and forms is not None:
-                        if len(forms) >= KEPT_INLINE_FORMS:
-                            forms.clear()
-                        forms[key] = stored
+                    if kept and forms is not None:
+                        _keep(forms, key, stored)
                 # (Shared by the checkpoints that hold the value: a row's JSON is only ever read.)
                 out[require_text(channel, "channel")] = stored
         return out
@@ -266,6 +260,14 @@ _DATA = operator.itemgetter(1)
 # Ends the frame of a batch decode; random per process, so no stored bytes can forge it.
 _SENTINEL_VALUE = os.urandom(16)
 _SENTINEL = b"\xc4\x10" + _SENTINEL_VALUE
+
+
+def _keep(forms: dict[tuple[type, Any], T], key: tuple[type, Any], form: T) -> T:
+    """Keep a scalar's serialized `form` in `forms` (emptied once it holds KEPT_INLINE_FORMS)."""
+    if len(forms) >= KEPT_INLINE_FORMS:
+        forms.clear()
+    forms[key] = form
+    return form
 
 
 def _dump(serde: SerializerProtocol, value: Any, *, channel: str, where: Where) -> tuple[str, bytes]:
