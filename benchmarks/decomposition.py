@@ -80,6 +80,12 @@ class ServerMeter:
     def close(self) -> None:
         self.conn.close()
 
+    def __enter__(self) -> ServerMeter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _dbid(self, dsn: str) -> int:
         name = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
         row = self.conn.execute("SELECT oid FROM pg_database WHERE datname = %s", (name,)).fetchone()
@@ -110,25 +116,21 @@ class ServerMeter:
 
 def run(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
     """Every workload in both styles on every saver, `reps` alternating rounds; medians."""
-    meter = ServerMeter(bench.server.dsn)
-    try:
-        with ExitStack() as stack:
-            savers = {kind: stack.enter_context(bench.saver(kind)) for kind in SAVERS}
-            variants = [(kind, style) for kind in SAVERS for style in STYLES]
-            out: dict[str, Any] = {"steps": steps, "reps": reps, "server_time": meter.statements, "workloads": {}}
-            for name, workload in WORKLOADS.items():
+    with ServerMeter(bench.server.dsn) as meter, ExitStack() as stack:
+        savers = {kind: stack.enter_context(bench.saver(kind)) for kind in SAVERS}
+        variants = [(kind, style) for kind in SAVERS for style in STYLES]
+        out: dict[str, Any] = {"steps": steps, "reps": reps, "server_time": meter.statements, "workloads": {}}
+        for name, workload in WORKLOADS.items():
 
-                def one(variant: tuple[str, str], rep: int, workload: Workload = workload, n: int = steps) -> dict[str, Any]:
-                    kind, style = variant
-                    return run_once(bench, meter, savers[kind](), kind, workload, style == "delta", n)
+            def one(variant: tuple[str, str], rep: int, workload: Workload = workload, n: int = steps) -> dict[str, Any]:
+                kind, style = variant
+                return run_once(bench, meter, savers[kind](), kind, workload, style == "delta", n)
 
-                for variant in variants:
-                    one(variant, -1, n=WARMUP_STEPS)
-                runs = alternate(variants, reps, one)
-                out["workloads"][name] = {"title": workload.title, "cells": _cells(runs, steps)}
-            return out
-    finally:
-        meter.close()
+            for variant in variants:
+                one(variant, -1, n=WARMUP_STEPS)
+            runs = alternate(variants, reps, one)
+            out["workloads"][name] = {"title": workload.title, "cells": _cells(runs, steps)}
+        return out
 
 
 def run_once(bench: Bench, meter: ServerMeter, saver: BaseCheckpointSaver, kind: str, workload: Workload, delta: bool, steps: int) -> dict:

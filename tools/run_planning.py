@@ -98,14 +98,11 @@ def main() -> int:
     parser.add_argument("--unprepared", action="store_true", help="both savers without server-side prepared statements")
     args = parser.parse_args()
     with bench_env() as bench:
-        meter = decomposition.ServerMeter(bench.server.dsn)
-        try:
+        with decomposition.ServerMeter(bench.server.dsn) as meter:
             if not meter.statements:
                 raise SystemExit("the server has no pg_stat_statements: no planning time to show")
             print("\n".join(runs(bench, meter, "official", True, args)))
             print("\n".join(runs(bench, meter, "ours", args.style == "delta", args)))
-        finally:
-            meter.close()
     return 0
 
 

@@ -59,8 +59,7 @@ def timed_calls(saver: Any, spent: Counter[str]) -> None:
 
 
 def report(bench: Bench, saver_kind: str, style: str, workload: str, steps: int) -> None:
-    meter = decomposition.ServerMeter(bench.server.dsn)
-    try:
+    with decomposition.ServerMeter(bench.server.dsn) as meter:
         meter.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
         with bench.saver(saver_kind) as make:
             saver = make()
@@ -94,8 +93,6 @@ def report(bench: Bench, saver_kind: str, style: str, workload: str, steps: int)
         print("  bytes by relation:")
         for name, size in sizes:
             print(f"    {size:>10,}  {name}")
-    finally:
-        meter.close()
 
 
 def main() -> int:

@@ -311,8 +311,7 @@ def child(args: argparse.Namespace) -> None:
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
     lock = threading.Lock()
     with bench_env() as bench:
-        meter = decomposition.ServerMeter(bench.server.dsn)
-        try:
+        with decomposition.ServerMeter(bench.server.dsn) as meter:
             with bench.saver(kind) as make:
                 saver = make()
                 build = decomposition.WORKLOADS[args.workload]
@@ -348,8 +347,6 @@ def child(args: argparse.Namespace) -> None:
                 for _ in range(args.rounds):
                     replay()
                 _handshake(directory, "stop")
-        finally:
-            meter.close()
 
 
 def measure(args: argparse.Namespace) -> int:

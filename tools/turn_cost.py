@@ -68,15 +68,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     with bench_env() as bench:
-        meter = decomposition.ServerMeter(bench.server.dsn)
-        try:
+        with decomposition.ServerMeter(bench.server.dsn) as meter:
             if not meter.statements:
                 raise SystemExit("the server has no pg_stat_statements: no server time to show")
             for _ in range(args.rounds):
                 for kind in ("official", "ours"):
                     print("\n".join(turns(bench, meter, kind, args.turns)))
-        finally:
-            meter.close()
     return 0
 
 
