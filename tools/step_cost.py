@@ -2,13 +2,15 @@
 
     .venv/bin/python tools/step_cost.py --saver ours --style plain --workload words [--steps 200]
 
-Runs the workload (benchmarks/decomposition.py) once on a server started like the
-benchmark's, then prints, per step:
+Runs the workload (benchmarks/decomposition.py) as the benchmark does, on a server started
+like the benchmark's: once on emptied tables, then again at once on the plans that run
+made. Prints, per step:
 - the thread CPU spent inside the saver's put and put_writes (steadier than the process CPU
-  the decomposition reports, which varies by a third from run to run on a small VM);
-- the server time of each statement (`pg_stat_statements`, execution and planning);
-- the WAL of each relation (`pg_walinspect` over the run's LSN range);
-- the bytes of each relation of the saver's database after the run.
+  the decomposition reports, which varies by a third from run to run on a small VM) and
+  the server time of each statement (`pg_stat_statements`, execution and planning), in
+  the second run;
+- the WAL of each relation (`pg_walinspect` over the first run's LSN range);
+- the bytes of each relation of the saver's database after both runs.
 The figures to compare a change by; `--saver official --style delta` gives the bar.
 """
 
@@ -66,33 +68,47 @@ def report(bench: Bench, saver_kind: str, style: str, workload: str, steps: int)
             build = decomposition.WORKLOADS[workload]
             decomposition.run_once(bench, meter, saver, saver_kind, build, style == "delta", decomposition.WARMUP_STEPS)
             bench.truncate(saver_kind)
+            app = build.build(saver, steps, style == "delta")
+            dsn = bench.dsn[saver_kind]
+            # The first run, on emptied tables: its WAL and bytes stand alone.
+            started = meter.start(dsn)
+            app.invoke(build.inputs, _config(steps), durability="sync")
+            end_lsn = meter.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+            first_server, wal = meter.stop(started)
+            assert end_lsn is not None
+            wal_start = started.lsn
+            # The second, at once: time and statements on the plans the first made.
             spent: Counter[str] = Counter()
             timed_calls(saver, spent)
-            app = build.build(saver, steps, style == "delta")
-            config = {"configurable": {"thread_id": f"cost-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
-            dsn = bench.dsn[saver_kind]
             started = meter.start(dsn)
-            app.invoke(build.inputs, config, durability="sync")
-            end_lsn = meter.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
-            server, wal = meter.stop(started)
-        assert end_lsn is not None
+            app.invoke(build.inputs, _config(steps), durability="sync")
+            server, _ = meter.stop(started)
         print(f"{saver_kind}, {style}, {build.title}: {steps} steps")
         print(f"  thread CPU in the saver's calls: {sum(spent.values()) / steps * 1e3:.3f} ms/step", end="")
         print(" (" + ", ".join(f"{k} {v / steps * 1e3:.3f}" for k, v in spent.items()) + ")")
-        print(f"  server {server / steps * 1e3 if server is not None else float('nan'):.3f} ms/step, WAL {wal / steps:,.0f} B/step")
+        print(f"  server {_ms(server, steps)} ms/step (on emptied tables, every plan made again: {_ms(first_server, steps)})")
+        print(f"  WAL {wal / steps:,.0f} B/step (on emptied tables)")
         print("  statements (us/step, plan us/step, WAL B/step, calls):")
         for calls, total, plan, wal_bytes, text in meter.conn.execute(STATEMENTS, (120, started.dbid)).fetchall():
             print(f"    {total / steps * 1e3:7.1f} {plan / steps * 1e3:6.1f} {float(wal_bytes) / steps:7.0f} {calls:5d}  {text}")
         with psycopg.connect(dsn, autocommit=True) as conn:
             names = dict(conn.execute("SELECT pg_relation_filenode(oid)::text, relname FROM pg_class WHERE relfilenode <> 0").fetchall())
             sizes = conn.execute(SIZES).fetchall()
-        print("  WAL by relation (B/step, records/step):")
-        for relation, manager, length, count in meter.conn.execute(WAL, (started.lsn, end_lsn[0])).fetchall():
+        print("  WAL by relation, first run (B/step, records/step):")
+        for relation, manager, length, count in meter.conn.execute(WAL, (wal_start, end_lsn[0])).fetchall():
             name = names.get(relation.rsplit("/", 1)[-1], relation) if relation else "(none)"
             print(f"    {length / steps:7.0f} {count / steps:5.2f}  {name} ({manager})")
-        print("  bytes by relation:")
+        print("  bytes by relation, after both runs:")
         for name, size in sizes:
             print(f"    {size:>10,}  {name}")
+
+
+def _config(steps: int) -> dict[str, Any]:
+    return {"configurable": {"thread_id": f"cost-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
+
+
+def _ms(seconds: float | None, steps: int) -> str:
+    return f"{seconds / steps * 1e3:.3f}" if seconds is not None else "n/a"
 
 
 def main() -> int:
