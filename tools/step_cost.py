@@ -10,7 +10,9 @@ made. Prints, per step:
   the server time of each statement (`pg_stat_statements`, execution and planning), in
   the second run;
 - the WAL of each relation (`pg_walinspect` over the first run's LSN range);
-- the bytes of each relation of the saver's database after both runs.
+- the bytes of each relation of the saver's database (TOAST included) after the first run,
+  beside what each held emptied (a table's first pages and an index's metapage are paid
+  once per database, not per step), and for ours what its action log adds to the rows.
 The figures to compare a change by; `--saver official --style delta` gives the bar.
 """
 
@@ -31,7 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import decomposition  # noqa: E402
-from benchmarks.env import Bench, bench_env  # noqa: E402
+from benchmarks.env import OURS_NO_LOG, OURS_SCHEMA, Bench, bench_env  # noqa: E402
 
 STATEMENTS = """
 SELECT calls, total_exec_time + total_plan_time, total_plan_time, wal_bytes, left(regexp_replace(query, '\\s+', ' ', 'g'), %s)
@@ -40,9 +42,20 @@ WAL = """
 SELECT split_part(split_part(block_ref, 'rel ', 2), ' ', 1) AS relation, resource_manager, sum(record_length), count(*)
 FROM pg_get_wal_records_info(%s::pg_lsn, %s::pg_lsn) GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 20"""
 SIZES = """
-SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') AND c.relkind IN ('r', 'i')
-  AND pg_relation_size(c.oid) > 0 ORDER BY 2 DESC"""
+SELECT coalesce(o.relname || ' (TOAST' || CASE WHEN c.relkind = 'i' THEN ' index)' ELSE ')' END, c.relname),
+       pg_relation_size(c.oid) + pg_relation_size(c.oid, 'fsm') + pg_relation_size(c.oid, 'vm')
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_index x ON x.indexrelid = c.oid
+LEFT JOIN pg_class o ON o.reltoastrelid IN (c.oid, x.indrelid) AND n.nspname = 'pg_toast'
+WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND c.relkind IN ('r', 'i', 't')
+  AND (n.nspname <> 'pg_toast' OR o.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace))"""
+# What the action log adds to a packed writes row (its payload and its four columns) and
+# the rows of its own table (actions no packed row holds).
+LOG_BYTES = """
+SELECT coalesce(sum(pg_column_size(payload)), 0),
+       coalesce(sum(pg_column_size(run_id) + pg_column_size(step) + pg_column_size(agent) + pg_column_size(action_type)), 0),
+       (SELECT coalesce(sum(pg_column_size(a.*)), 0) FROM {schema}.action_log a)
+FROM {schema}.checkpoint_writes"""
 
 
 def timed_calls(saver: Any, spent: Counter[str]) -> None:
@@ -70,6 +83,8 @@ def report(bench: Bench, saver_kind: str, style: str, workload: str, steps: int)
             bench.truncate(saver_kind)
             app = build.build(saver, steps, style == "delta")
             dsn = bench.dsn[saver_kind]
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                empty = dict(conn.execute(SIZES).fetchall())
             # The first run, on emptied tables: its WAL and bytes stand alone.
             started = meter.start(dsn)
             app.invoke(build.inputs, _config(steps), durability="sync")
@@ -77,6 +92,9 @@ def report(bench: Bench, saver_kind: str, style: str, workload: str, steps: int)
             first_server, wal = meter.stop(started)
             assert end_lsn is not None
             wal_start = started.lsn
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                sizes = conn.execute(SIZES + " ORDER BY 2 DESC, 1").fetchall()
+                log = conn.execute(LOG_BYTES.format(schema=OURS_SCHEMA)).fetchone() if saver_kind != "official" else None
             # The second, at once: time and statements on the plans the first made.
             spent: Counter[str] = Counter()
             timed_calls(saver, spent)
@@ -93,14 +111,22 @@ def report(bench: Bench, saver_kind: str, style: str, workload: str, steps: int)
             print(f"    {total / steps * 1e3:7.1f} {plan / steps * 1e3:6.1f} {float(wal_bytes) / steps:7.0f} {calls:5d}  {text}")
         with psycopg.connect(dsn, autocommit=True) as conn:
             names = dict(conn.execute("SELECT pg_relation_filenode(oid)::text, relname FROM pg_class WHERE relfilenode <> 0").fetchall())
-            sizes = conn.execute(SIZES).fetchall()
         print("  WAL by relation, first run (B/step, records/step):")
         for relation, manager, length, count in meter.conn.execute(WAL, (wal_start, end_lsn[0])).fetchall():
             name = names.get(relation.rsplit("/", 1)[-1], relation) if relation else "(none)"
             print(f"    {length / steps:7.0f} {count / steps:5.2f}  {name} ({manager})")
-        print("  bytes by relation, after both runs:")
+        print("  bytes by relation after the first run, and of them the emptied relation's (paid once per database):")
         for name, size in sizes:
-            print(f"    {size:>10,}  {name}")
+            if size:
+                print(f"    {size:>10,} {empty.get(name, 0):>8,}  {name}")
+        total, before = sum(size for _, size in sizes), sum(empty.values())
+        print(f"    {total:>10,} {before:>8,}  all {len(sizes)} relations ({(total - before) / steps:,.0f} B/step added)")
+        if log is not None:
+            payload, columns, own_table = log
+            print(
+                f"  the action log: payload {payload / steps:,.0f} B/step, its columns {columns / steps:,.0f} B/step, "
+                f"action_log rows {own_table / steps:,.0f} B/step"
+            )
 
 
 def _config(steps: int) -> dict[str, Any]:
@@ -113,7 +139,7 @@ def _ms(seconds: float | None, steps: int) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--saver", choices=("ours", "official"), default="ours")
+    parser.add_argument("--saver", choices=("ours", OURS_NO_LOG, "official"), default="ours")
     parser.add_argument("--style", choices=decomposition.STYLES, default="plain")
     parser.add_argument("--workload", choices=sorted(decomposition.WORKLOADS), default="words")
     parser.add_argument("--steps", type=int, default=200)
