@@ -40,8 +40,10 @@ UPDATE_AGENT = "__update__"  # the agent of an update_state edit
 _START = "__start__"  # the node that takes a graph's input
 _ERROR, _INTERRUPT, _RESUME, _TASKS = "__error__", "__interrupt__", "__resume__", "__pregel_tasks"
 _BRANCH = "branch:to:"
+_BRANCH_CHARS = len(_BRANCH)
 _INTERNAL = frozenset({"__no_writes__"})  # LangGraph's marker of a task that wrote nothing
 _PULL, _PUSH = "~__pregel_pull, ", "~__pregel_push, "
+_PULL_CHARS = len(_PULL)
 _UPDATE = "~__interrupt__, "  # the task path LangGraph gives the writes of update_state (its as_node is not passed on)
 MARKER = "$lgpd"  # the key of a marker object: {"$lgpd": "bytes", "size": 12}
 _ROLES = frozenset({"human", "user", "ai", "assistant", "system", "developer", "tool", "function"})
@@ -94,12 +96,18 @@ def agent_name(checkpoint_ns: str, task_id: str, task_path: str, sends: Sequence
     A Send's task names only its index among the checkpoint's pending Sends (`sends`, the
     node of each, when the saver knows them); a task of the functional API names none.
     """
+    if task_id != NULL_TASK_ID and task_path[:_PULL_CHARS] == _PULL:  # a node's task: by its path alone
+        known = _PULLED_AGENTS.get((checkpoint_ns, task_path, label))
+        if known is None:
+            known = _agent_at(checkpoint_ns, task_path[_PULL_CHARS:], label)
+            if len(_PULLED_AGENTS) >= _PULLED_AGENTS_HELD:
+                _PULLED_AGENTS.clear()
+            _PULLED_AGENTS[(checkpoint_ns, task_path, label)] = known
+        return known
     if task_id == NULL_TASK_ID:
         node = INPUT_AGENT
     elif task_path.startswith(_UPDATE):
         node = UPDATE_AGENT
-    elif task_path.startswith(_PULL):
-        node = task_path[len(_PULL) :]
     elif task_path.startswith(_PUSH):
         index = send_index(task_path)
         if index is not None:
@@ -108,10 +116,21 @@ def agent_name(checkpoint_ns: str, task_id: str, task_path: str, sends: Sequence
             node = "__task__"
     else:
         node = task_path or "__unknown__"
+    return _agent_at(checkpoint_ns, node, label)
+
+
+def _agent_at(checkpoint_ns: str, node: str, label: str | None) -> str:
+    """`node` under its subgraph path (see `agent_name`)."""
     path = subgraph_path(checkpoint_ns)
     if path and label and label != path[-1]:
         path.append(label)
     return "/".join([*path, node])
+
+
+# A node task's agent by (namespace, task path, label): the same few for every step of a
+# run. Bounded: emptied when full (a namespace names a task id, new at each subgraph call).
+_PULLED_AGENTS: dict[tuple[str, str, str | None], str] = {}
+_PULLED_AGENTS_HELD = 1024
 
 
 UNKNOWN_SEND = "__send__"  # the node of a Send task whose checkpoint's Sends are not known (yet)
@@ -206,26 +225,32 @@ def describe(
     repeated: list[str] = []
     offloaded = offloaded or {}
     for position, (channel, value) in enumerate(writes):
-        if position in offloaded:
+        if offloaded and position in offloaded:
             key, size = offloaded[position]
             marker = {MARKER: "offloaded", "size": size, "object_key": key}
             _put(state, repeated, channel, marker)
             continue
-        if channel == _ERROR:
-            kinds.add("error")
-            payload["error"] = _error(value)
-        elif channel == _INTERRUPT:
-            kinds.add("interrupt")
-            payload["interrupts"] = [_interrupt(i) for i in (value if isinstance(value, (list, tuple)) else [value])]
-        elif channel == _RESUME:
-            payload["resume"] = readable(value)
-        elif channel == _TASKS:
-            payload.setdefault("sends", []).append(_send(value))
-        elif channel in _INTERNAL:
+        if channel[:2] == "__":  # LangGraph's own channels (a state channel may be named so too)
+            if channel == _ERROR:
+                kinds.add("error")
+                payload["error"] = _error(value)
+                continue
+            if channel == _INTERRUPT:
+                kinds.add("interrupt")
+                payload["interrupts"] = [_interrupt(i) for i in (value if isinstance(value, (list, tuple)) else [value])]
+                continue
+            if channel == _RESUME:
+                payload["resume"] = readable(value)
+                continue
+            if channel == _TASKS:
+                payload.setdefault("sends", []).append(_send(value))
+                continue
+            if channel in _INTERNAL:
+                continue
+        elif channel[:_BRANCH_CHARS] == _BRANCH:
+            payload.setdefault("goto", []).append(channel[_BRANCH_CHARS:])
             continue
-        elif channel.startswith(_BRANCH):
-            payload.setdefault("goto", []).append(channel[len(_BRANCH) :])
-        elif (held := as_messages(channel, value) if found is None else found[position]) is not None:
+        if (held := as_messages(channel, value) if found is None else found[position]) is not None:
             for message in held:
                 message_id = _message_id(message) if prior else None
                 if message_id is None or message_id not in prior:
@@ -241,8 +266,12 @@ def describe(
         action_type = "human"  # the caller's input, its Command, a resume value, or an update_state edit
     elif is_subgraph_input(checkpoint_ns, task_path):
         action_type = "decision"  # what a parent graph handed its subgraph
+    elif not kinds:
+        action_type = "decision"
+    elif len(kinds) == 1:
+        (action_type,) = kinds
     else:
-        action_type = next((kind for kind in ACTION_TYPES if kind in kinds), "decision")
+        action_type = next(kind for kind in ACTION_TYPES if kind in kinds)
     if messages:
         payload["messages"] = messages
     if rewritten:
@@ -330,8 +359,13 @@ def as_messages(channel: str, value: Any) -> list[Any] | None:
     """The messages a write holds, or None if it is not messages: a message, a list of
     them (or of LangChain's message-like forms: (role, text) pairs, role dicts), or a str
     written to a channel named `messages` (which `add_messages` takes for a human turn)."""
-    if type(value) is str:  # before the check against BaseMessage
+    kind = type(value)
+    if kind is str:  # before the check against BaseMessage
         return [("human", value)] if channel == "messages" else None
+    if kind in _NOT_MESSAGES:  # a step counter, a flag, a branch's None: most writes of a step
+        return None
+    if kind is list and value and type(value[0]) in _NOT_MESSAGE_ITEMS:  # a list of text, numbers: not messages
+        return None
     if is_message(value):
         return [value]
     if isinstance(value, str):
@@ -427,6 +461,14 @@ def replayed_messages(history: Mapping[str, Any]) -> dict[str, Any]:
     writes = history.get("writes") or ()
     out.update(written_messages([(w[1], w[2]) for w in writes if isinstance(w, (tuple, list)) and len(w) >= 3 and isinstance(w[1], str)]))
     return out
+
+
+# Types whose values are never messages nor message-like forms, by exact type (a subclass
+# of one, a str enum say, takes the checks below).
+_NOT_MESSAGES = frozenset({int, float, bool, type(None), bytes})
+# A list whose first item is of one of these is not a list of messages (its first item is
+# not message-like: a str is a human turn only written alone to `messages`).
+_NOT_MESSAGE_ITEMS = frozenset({str, int, float, bool, type(None), bytes})
 
 
 def _message_like(value: Any) -> bool:

@@ -23,6 +23,7 @@ from langgraph_pg_durable.core.actions import (
     STATE_VALUE_BYTES,
     SendToName,
     agent_name,
+    as_messages,
     _openai_text_message,
     is_subgraph_input,
     describe,
@@ -506,3 +507,29 @@ def _expected_json(message: Any, converted: Any) -> Any:
         if found:
             out[extra] = readable(found)
     return out
+
+
+def test_a_node_tasks_agent_is_the_same_however_often_it_is_asked() -> None:
+    # (A node task's agent is kept by namespace, path and label: each call gives what the first did.)
+    for _ in range(2):
+        assert agent_name("tools:1", "t", PULL + "model", None, "researcher") == "tools/researcher/model"
+        assert agent_name("tools:1", "t", PULL + "model", None) == "tools/model"
+        assert agent_name("researcher:2", "t", PULL + "model", None, "researcher") == "researcher/model"
+        assert agent_name("", NULL_TASK_ID, PULL + "model", None) == "__input__"  # the caller's writes, whatever the path
+
+
+def test_writes_that_cannot_be_messages_are_told_apart_at_once() -> None:
+    import enum
+
+    class Color(str, enum.Enum):
+        RED = "red"
+
+    for value in (3, 2.5, True, None, b"x", ["a", "b"], [1, 2], [None], [Color.RED], ["hi", AIMessage("x")]):
+        assert as_messages("messages", value) is None, value
+    assert as_messages("messages", "hi") == [("human", "hi")]
+    assert as_messages("notes", "hi") is None
+    assert as_messages("messages", [("user", "hi"), ("ai", "hello")]) == [("user", "hi"), ("ai", "hello")]
+    reply = AIMessage("hello")
+    assert as_messages("messages", [reply]) == [reply]
+    # A state channel whose name starts as LangGraph's own do is still shown as state.
+    assert payload([("__mine", 3), ("branch:to:next", None)])[1] == {"state": {"__mine": 3}, "goto": ["next"]}
