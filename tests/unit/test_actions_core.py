@@ -533,3 +533,16 @@ def test_writes_that_cannot_be_messages_are_told_apart_at_once() -> None:
     assert as_messages("messages", [reply]) == [reply]
     # A state channel whose name starts as LangGraph's own do is still shown as state.
     assert payload([("__mine", 3), ("branch:to:next", None)])[1] == {"state": {"__mine": 3}, "goto": ["next"]}
+
+
+def test_a_root_tasks_prior_messages_are_found_as_through_every_source() -> None:
+    # The one-source path of a root graph's task finds what the general one does.
+    memory = MessageMemory()
+    memory.hold("t", "", "c2", frozenset({"m1"}), lambda: {"m1": HumanMessage("hi", id="m1")})
+    memory.wrote("t", "", "c1", {"m2": AIMessage("yo", id="m2")})
+    memory.wrote("t", "", "c3", {"m4": AIMessage("later", id="m4")})
+    got = memory.prior("t", "", "c2", ["m1", "m2", "m3", "m4"])
+    assert got == memory.prior("t", "", "c2", ["m1", "m2", "m3", "m4"], {"": "c2"})  # (the general path)
+    assert set(got) == {"m1", "m2"}  # held by the checkpoint, written before it; m3 new, m4 written after
+    assert got["m1"] == HumanMessage("hi", id="m1")
+    assert memory.prior("t", "", "c1", ["m1", "m2"]) == {}  # (c1 holds no ids; m2 was written to c1, not before it)
