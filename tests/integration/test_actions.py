@@ -296,7 +296,9 @@ def test_tasks_started_by_send_are_named_after_their_node(saver: Any, pg_dsn: st
     graph = agents.fan_out(saver)
     config = thread()
     graph.invoke({"topics": ["a", "b", "c"], "notes": []}, config, durability=durability)
-    rows = actions(pg_dsn, schema_name, config["configurable"]["thread_id"])
+    # By step: under durability="async" LangGraph sends a step's writes from other threads,
+    # so the row of the input's task can commit (created_at) after the workers' rows.
+    rows = sorted(actions(pg_dsn, schema_name, config["configurable"]["thread_id"]), key=lambda r: (r["step"], r["agent"]))
     assert kinds(rows) == [(0, "__start__", "human")] + [(1, "worker", "decision")] * 3
     (run,) = query(pg_dsn, schema_name, "SELECT agents FROM runs WHERE thread_id = %s", config["configurable"]["thread_id"])
     assert sorted(run["agents"]) == ["__start__", "worker"]
