@@ -7,6 +7,7 @@ RoundTripProxy, which also learns here to count the statements the client sends)
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import uuid
 from collections.abc import Callable
@@ -130,6 +131,8 @@ def _count_sync(saver: Any, proxy: WireCounter, log: dict[str, list]) -> None:
     for name in CALLS:
         inner = getattr(saver, name)
 
+        # (wraps: LangGraph passes put_writes a task_path only if its signature names one.)
+        @functools.wraps(inner)
         def wrapped(*args: Any, _inner: Callable = inner, _name: str = name, **kwargs: Any) -> Any:
             with lock:
                 before = proxy.counts()
@@ -147,6 +150,7 @@ def _count_async(saver: Any, proxy: WireCounter, log: dict[str, list]) -> None:
     for name in ("put", "put_writes", "get_tuple"):
         inner = getattr(saver, "a" + name)
 
+        @functools.wraps(inner)
         async def wrapped(*args: Any, _inner: Callable = inner, _name: str = name, **kwargs: Any) -> Any:
             async with lock:
                 before = proxy.counts()

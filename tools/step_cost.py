@@ -19,6 +19,7 @@ The figures to compare a change by; `--saver official --style delta` gives the b
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 import uuid
@@ -63,6 +64,8 @@ def timed_calls(saver: Any, spent: Counter[str]) -> None:
     for name in ("put", "put_writes"):
         call = getattr(saver, name)
 
+        # (wraps: LangGraph passes put_writes a task_path only if its signature names one.)
+        @functools.wraps(call)
         def run(*args: Any, _call: Any = call, _name: str = name, **kwargs: Any) -> Any:
             start = time.thread_time()
             try:

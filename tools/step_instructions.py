@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import subprocess
@@ -319,6 +320,8 @@ def child(args: argparse.Namespace) -> None:
                 original = {name: getattr(saver, name) for name in ("put", "put_writes")}
 
                 def recording(name: str) -> Any:
+                    # (wraps: LangGraph passes put_writes a task_path only if its signature names one.)
+                    @functools.wraps(original[name])
                     def call(*a: Any, **k: Any) -> Any:
                         with lock:
                             calls.append((name, a, k))
