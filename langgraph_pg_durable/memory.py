@@ -640,18 +640,10 @@ class MessageMemory:
         message is then known only from the graph that made it (an agent subgraph's own
         lane), and without this the input row would count it as new, depending on which
         thread ran first."""
-        if not parents and not handed:  # a root graph's task (most of a run's): one source
-            with self._lock:
-                source = self._source(thread_id, ns, checkpoint_id)
-                known, _, lane, _ = source
-                own: dict[str, Any] = {}
-                for message_id in ids:  # a new message (most steps write one) is in neither
-                    if (message_id in known or message_id in lane) and (found := self._look_up(message_id, (source,))) is not _NOT_FOUND:
-                        own[message_id] = found
-                return own
-        at = [(ns, checkpoint_id), *((p_ns, p_id) for p_ns, p_id in (parents or {}).items() if p_ns != ns)]
         with self._lock:
-            sources = [self._source(thread_id, a_ns, a_id) for a_ns, a_id in at]
+            sources = [self._source(thread_id, ns, checkpoint_id)]
+            if parents:  # a subgraph's task: its parent graphs' checkpoints too
+                sources += [self._source(thread_id, p_ns, p_id) for p_ns, p_id in parents.items() if p_ns != ns]
             out: dict[str, Any] = {}
             missing: list[str] = []
             for message_id in ids:
