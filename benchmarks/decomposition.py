@@ -167,11 +167,16 @@ def run_once(bench: Bench, meter: ServerMeter, saver: BaseCheckpointSaver, kind:
     }
 
 
+def run_config(kind: str, steps: int) -> dict[str, Any]:
+    """The config of one measured run: a new thread, room for its steps."""
+    return {"configurable": {"thread_id": f"cost-{kind}-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
+
+
 def _measured_invoke(
     meter: ServerMeter, app: CompiledStateGraph, workload: Workload, kind: str, dsn: str | None, steps: int
 ) -> tuple[float, float | None, int]:
     """One invoke of the workload on a new thread: its process CPU, server time and WAL."""
-    config = {"configurable": {"thread_id": f"cost-{kind}-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
+    config = run_config(kind, steps)
     started = meter.start(dsn)
     cpu = time.process_time()
     app.invoke(workload.inputs, config, durability="sync")

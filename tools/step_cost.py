@@ -22,7 +22,6 @@ import argparse
 import functools
 import sys
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -90,20 +89,19 @@ def report(bench: Bench, saver_kind: str, style: str, workload: str, steps: int)
                 empty = dict(conn.execute(SIZES).fetchall())
             # The first run, on emptied tables: its WAL and bytes stand alone.
             started = meter.start(dsn)
-            app.invoke(build.inputs, _config(steps), durability="sync")
+            app.invoke(build.inputs, decomposition.run_config(saver_kind, steps), durability="sync")
             end_lsn = meter.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
             first_server, wal = meter.stop(started)
             assert end_lsn is not None
-            wal_start = started.lsn
             with psycopg.connect(dsn, autocommit=True) as conn:
                 sizes = conn.execute(SIZES + " ORDER BY 2 DESC, 1").fetchall()
                 log = conn.execute(LOG_BYTES.format(schema=OURS_SCHEMA)).fetchone() if saver_kind != "official" else None
             # The second, at once: time and statements on the plans the first made.
             spent: Counter[str] = Counter()
             timed_calls(saver, spent)
-            started = meter.start(dsn)
-            app.invoke(build.inputs, _config(steps), durability="sync")
-            server, _ = meter.stop(started)
+            second = meter.start(dsn)
+            app.invoke(build.inputs, decomposition.run_config(saver_kind, steps), durability="sync")
+            server, _ = meter.stop(second)
         print(f"{saver_kind}, {style}, {build.title}: {steps} steps")
         print(f"  thread CPU in the saver's calls: {sum(spent.values()) / steps * 1e3:.3f} ms/step", end="")
         print(" (" + ", ".join(f"{k} {v / steps * 1e3:.3f}" for k, v in spent.items()) + ")")
@@ -115,7 +113,7 @@ def report(bench: Bench, saver_kind: str, style: str, workload: str, steps: int)
         with psycopg.connect(dsn, autocommit=True) as conn:
             names = dict(conn.execute("SELECT pg_relation_filenode(oid)::text, relname FROM pg_class WHERE relfilenode <> 0").fetchall())
         print("  WAL by relation, first run (B/step, records/step):")
-        for relation, manager, length, count in meter.conn.execute(WAL, (wal_start, end_lsn[0])).fetchall():
+        for relation, manager, length, count in meter.conn.execute(WAL, (started.lsn, end_lsn[0])).fetchall():
             name = names.get(relation.rsplit("/", 1)[-1], relation) if relation else "(none)"
             print(f"    {length / steps:7.0f} {count / steps:5.2f}  {name} ({manager})")
         print("  bytes by relation after the first run, and of them the emptied relation's (paid once per database):")
@@ -130,10 +128,6 @@ def report(bench: Bench, saver_kind: str, style: str, workload: str, steps: int)
                 f"  the action log: payload {payload / steps:,.0f} B/step, its columns {columns / steps:,.0f} B/step, "
                 f"action_log rows {own_table / steps:,.0f} B/step"
             )
-
-
-def _config(steps: int) -> dict[str, Any]:
-    return {"configurable": {"thread_id": f"cost-{uuid.uuid4().hex[:8]}"}, "recursion_limit": steps + 10}
 
 
 def _ms(seconds: float | None, steps: int) -> str:
