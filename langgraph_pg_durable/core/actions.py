@@ -468,7 +468,7 @@ def replayed_messages(history: Mapping[str, Any]) -> dict[str, Any]:
 _NOT_MESSAGES = frozenset({int, float, bool, type(None), bytes})
 # A list whose first item is of one of these is not a list of messages (its first item is
 # not message-like: a str is a human turn only written alone to `messages`).
-_NOT_MESSAGE_ITEMS = frozenset({str, int, float, bool, type(None), bytes})
+_NOT_MESSAGE_ITEMS = _NOT_MESSAGES | {str}
 
 
 def _message_like(value: Any) -> bool:
