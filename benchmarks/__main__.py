@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-from . import concurrency, decomposition, history, long_thread, per_step, report, round_trips
+from . import concurrency, decomposition, history, instructions, long_thread, per_step, report, round_trips
 from . import scale as scale_run  # `scale` names the run's sizes below
 from .env import bench_env
 
@@ -132,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         import matplotlib  # noqa: F401 - fail now, not after the run
     except ImportError:
         parser.error("the chart needs matplotlib: pip install matplotlib")
+    if args.publish and (missing := instructions.missing()):
+        parser.error(f"a published run counts the client's instructions, and {missing}")
 
     scale = QUICK if args.quick else FULL
     start = time.perf_counter()

@@ -34,7 +34,7 @@ import psycopg
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
-from . import graphs
+from . import graphs, instructions
 from .env import Bench
 from .stats import alternate, percentile
 
@@ -122,11 +122,14 @@ class ServerMeter:
 
 
 def run(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
-    """Every workload in both styles on every saver, `reps` alternating rounds; medians."""
+    """Every workload in both styles on every saver, `reps` alternating rounds; medians.
+    Then each saver's client instructions on each workload and style (`instructions`: one
+    count each, the same from run to run), unless this machine cannot count them."""
     with ServerMeter(bench.server.dsn) as meter, ExitStack() as stack:
         savers = {kind: stack.enter_context(bench.saver(kind)) for kind in SAVERS}
         variants = [(kind, style) for kind in SAVERS for style in STYLES]
         out: dict[str, Any] = {"steps": steps, "reps": reps, "server_time": meter.statements, "workloads": {}}
+        all_runs = {}
         for name, workload in WORKLOADS.items():
 
             def one(variant: tuple[str, str], rep: int, workload: Workload = workload, n: int = steps) -> dict[str, Any]:
@@ -135,9 +138,25 @@ def run(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
 
             for variant in variants:
                 one(variant, -1, n=WARMUP_STEPS)
-            runs = alternate(variants, reps, one)
-            out["workloads"][name] = {"title": workload.title, "cells": _cells(runs, steps)}
-        return out
+            all_runs[name] = alternate(variants, reps, one)
+    counts = count_instructions(bench, steps)
+    out["instructions_missing"] = instructions.missing()
+    for name, workload in WORKLOADS.items():
+        out["workloads"][name] = {"title": workload.title, "cells": _cells(all_runs[name], steps, counts.get(name, {}))}
+    return out
+
+
+def count_instructions(bench: Bench, steps: int) -> dict[str, dict[tuple[str, str], int]]:
+    """Each saver's client instructions of one `steps`-step run, by workload and then
+    (saver, style); empty when this machine cannot count them (`instructions.missing`)."""
+    if instructions.missing():
+        return {}
+    runs = [(name, style) for name in WORKLOADS for style in STYLES]
+    counts: dict[str, dict[tuple[str, str], int]] = {name: {} for name in WORKLOADS}
+    for kind in SAVERS:
+        for (name, style), total in zip(runs, instructions.count(bench.spec(kind), [(n, s == "delta") for n, s in runs], steps)):
+            counts[name][(kind, style)] = total
+    return counts
 
 
 def run_once(bench: Bench, meter: ServerMeter, saver: BaseCheckpointSaver, kind: str, workload: Workload, delta: bool, steps: int) -> dict:
@@ -188,8 +207,9 @@ def _measured_invoke(
     return cpu, server, wal
 
 
-def _cells(runs: dict[tuple[str, str], list[dict]], steps: int) -> dict[str, dict[str, Any]]:
-    """Per saver and style (`official_delta`, ...): medians per step, CPU above InMemorySaver's."""
+def _cells(runs: dict[tuple[str, str], list[dict]], steps: int, counts: dict[tuple[str, str], int]) -> dict[str, dict[str, Any]]:
+    """Per saver and style (`official_delta`, ...): medians per step, CPU and instructions
+    above InMemorySaver's (instructions None where not counted)."""
 
     def median(kind: str, style: str, key: str) -> float | None:
         values = [run[key] for run in runs[(kind, style)] if run[key] is not None]
@@ -202,13 +222,16 @@ def _cells(runs: dict[tuple[str, str], list[dict]], steps: int) -> dict[str, dic
             server, wal = median(kind, style, "server_seconds"), median(kind, style, "wal_bytes")
             first_server = median(kind, style, "first_server_seconds")
             assert cpu is not None and base is not None and wal is not None
+            counted, counted_base = counts.get((kind, style)), counts.get(("memory", style))
             cells[kind if style == "plain" else f"{kind}_delta"] = {
                 "client_cpu_ms": (cpu - base) / steps * 1e3,
+                "client_instructions": None if counted is None or counted_base is None else (counted - counted_base) / steps,
                 "server_ms": None if server is None else server / steps * 1e3,
                 "first_run_server_ms": None if first_server is None else first_server / steps * 1e3,
                 "wal_bytes": wal / steps,
                 "table_bytes": median(kind, style, "db_bytes"),
                 "table_bytes_added": median(kind, style, "added_bytes"),
                 "memory_cpu_ms": base / steps * 1e3,
+                "memory_instructions": None if counted_base is None else counted_base / steps,
             }
     return cells

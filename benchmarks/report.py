@@ -512,6 +512,7 @@ def _own_growth(s: dict[str, Any], kind: str) -> float:
 
 COST_MEASURES = {
     "client_cpu_ms": "client CPU above InMemorySaver, ms",
+    "client_instructions": "client instructions above InMemorySaver, thousands",
     "server_ms": "server, ms",
     "wal_bytes": "WAL, bytes",
     "table_bytes": "table bytes",
@@ -526,7 +527,13 @@ COST_SAVERS = {
 
 def _cost_ratios(ours: dict[str, Any], base: dict[str, Any]) -> dict[str, float | None]:
     """Ours / the official saver with DeltaChannel, by measure (None where not measured)."""
-    short = {"client_cpu_ms": "CPU", "server_ms": "server", "wal_bytes": "WAL", "table_bytes": "bytes"}
+    short = {
+        "client_cpu_ms": "CPU",
+        "client_instructions": "instructions",
+        "server_ms": "server",
+        "wal_bytes": "WAL",
+        "table_bytes": "bytes",
+    }
     return {short[m]: None if ours[m] is None or not base[m] else ours[m] / base[m] for m in COST_MEASURES}
 
 
@@ -547,6 +554,7 @@ def _cost(c: dict[str, Any]) -> list[str]:
                     workload["title"] if i == 0 else "",
                     label,
                     _num(cell["client_cpu_ms"]),
+                    f"{cell['client_instructions'] / 1e3:,.0f}" if cell.get("client_instructions") is not None else "—",
                     _num(cell["server_ms"]),
                     _num(cell["first_run_server_ms"]) if cell.get("first_run_server_ms") is not None else "—",
                     f"{cell['wal_bytes']:,.0f}",
@@ -559,6 +567,15 @@ def _cost(c: dict[str, Any]) -> list[str]:
         if c["server_time"]
         else "not measured (the server has no `pg_stat_statements` preloaded)"
     )
+    missing = c.get("instructions_missing")
+    counted = (
+        f"not counted: {missing}"
+        if missing
+        else "the user-space instructions of one more run of each saver on each workload and style, on a new thread "
+        "after a short run, under valgrind's callgrind (every thread of the process; `benchmarks/instructions.py`), less "
+        "InMemorySaver's, per step: the client's work, the same to half a percent from run to run where its CPU time here "
+        "moves by a fifth and more; it leaves out the kernel's (the socket I/O) and what an instruction costs"
+    )
     return [
         f"## Cost of a step, decomposed: {c['steps']} super-steps, medians of {c['reps']} alternating rounds",
         "",
@@ -567,6 +584,7 @@ def _cost(c: dict[str, Any]) -> list[str]:
                 "workload, per step",
                 "saver",
                 COST_MEASURES["client_cpu_ms"],
+                COST_MEASURES["client_instructions"],
                 COST_MEASURES["server_ms"],
                 "server, ms, run on emptied tables",
                 COST_MEASURES["wal_bytes"],
@@ -581,7 +599,8 @@ def _cost(c: dict[str, Any]) -> list[str]:
         "steady traffic keeps for its connection's life, so the first run plans each statement again: its server time "
         'is the column "server, ms, run on emptied tables" (not judged). '
         "Client CPU: `time.process_time` over the run (every thread of the process) less InMemorySaver's on the same "
-        f"graph, per step. Server: {server}, per step. WAL: `pg_current_wal_lsn()` before and after, per step. "
+        f"graph, per step. Client instructions: {counted}. Server: {server}, per step. "
+        "WAL: `pg_current_wal_lsn()` before and after, per step. "
         "Table bytes: `pg_total_relation_size` of every table of the saver after the run; the next column is what the "
         "run added to the emptied tables (the empty relations' pages, paid once per database: our schema has 9 tables "
         "and 21 indexes, the official saver's 4 and 7). Our saver runs with its "

@@ -42,11 +42,9 @@ import contextlib
 import functools
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -55,14 +53,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.instructions import counted, handshake  # noqa: E402
+
 PARTS = {"ours": ("log", "fence", "lock", "check"), "official": ("io",)}
-
-
-def _handshake(directory: Path, name: str) -> None:
-    """Tell the driver the replay reached `name`, and wait until it has toggled callgrind."""
-    (directory / name).write_text(str(os.getpid()))
-    while not (directory / f"{name}.ok").exists():
-        time.sleep(0.02)
 
 
 def _take_away(saver: Any, kind: str, without: set[str]) -> None:
@@ -346,22 +339,16 @@ def child(args: argparse.Namespace) -> None:
                         original[name](config, *a[1:], **k)
 
                 replay()  # the caches and prepared statements of a saver that has run a while
-                _handshake(directory, "start")
+                handshake(directory, "start0")
                 for _ in range(args.rounds):
                     replay()
-                _handshake(directory, "stop")
+                handshake(directory, "stop0")
 
 
 def measure(args: argparse.Namespace) -> int:
     """Instructions per step of the replay, run under callgrind in a child process."""
     with tempfile.TemporaryDirectory(prefix="lgpd-instructions-") as tmp:
-        directory = Path(tmp)
-        out = directory / "callgrind.out"
         command = [
-            "valgrind",
-            "--tool=callgrind",
-            "--instr-atstart=no",
-            f"--callgrind-out-file={out}",
             sys.executable,
             __file__,
             "--child",
@@ -373,21 +360,7 @@ def measure(args: argparse.Namespace) -> int:
             f"--without={args.without}",
             *(["--lean"] if args.lean else []),
         ]
-        log = directory / "child.log"
-        with open(log, "w") as sink:
-            proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-            for name, switch in (("start", "on"), ("stop", "off")):
-                while not (directory / name).exists():
-                    if proc.poll() is not None:
-                        raise SystemExit(f"the replay ended before '{name}':\n{log.read_text()[-3000:]}")
-                    time.sleep(0.1)
-                subprocess.run(["callgrind_control", "-i", switch, str(proc.pid)], check=True, capture_output=True)
-                (directory / f"{name}.ok").touch()
-            if proc.wait() != 0:
-                raise SystemExit(f"the replay failed:\n{log.read_text()[-3000:]}")
-        total = 0
-        for path in directory.glob("callgrind.out*"):  # one file, or one per dump
-            total += sum(int(line.split()[1]) for line in path.read_text(errors="replace").splitlines() if line.startswith("totals:"))
+        (total,) = counted(command, Path(tmp), 1, env={**os.environ, "PYTHONPATH": str(ROOT)})
         return total // (args.steps * args.rounds)
 
 
