@@ -5,7 +5,10 @@ The decomposition's client CPU is `time.process_time` over a run less InMemorySa
 difference of two ~1 ms figures a step, on a VM whose CPU speed moves by a fifth from one
 run to the next (InMemorySaver alone, 30 runs of 200 steps of the words workload in a row:
 505-879 us a step). Callgrind counts the user-space instructions a run executes, every
-thread of the process, the same to half a percent from run to run. It leaves out the
+thread of the process: a run's total the same to a percent from run to run (the threads'
+interleaving and the I/O waits move it a little), a saver's count above InMemorySaver's, the
+difference of two totals, to a few percent (chat in a `DeltaChannel`, two runs: the official
+saver 658 k and 641 k a step, ours 793 k and 802 k). It leaves out the
 kernel's work (socket I/O: a Postgres saver's system calls) and what an instruction costs
 (cache misses), so it is a count of the client's work, not of its time; both are reported.
 
