@@ -29,7 +29,7 @@ from typing import Any, TypeGuard, cast
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, convert_to_openai_messages
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 
-from .codec import dump_json
+from .codec import dump_json, dump_json_bytes
 
 # The action types, most specific first: a task that wrote several kinds gets the first.
 ACTION_TYPES = ("error", "interrupt", "tool_call", "llm_call", "observation", "human", "decision")
@@ -44,12 +44,14 @@ _BRANCH_CHARS = len(_BRANCH)
 _INTERNAL = frozenset({"__no_writes__"})  # LangGraph's marker of a task that wrote nothing
 _PULL, _PUSH = "~__pregel_pull, ", "~__pregel_push, "
 _PULL_CHARS = len(_PULL)
+_PULL_START = _PULL + _START  # the task path of a graph's input
 _UPDATE = "~__interrupt__, "  # the task path LangGraph gives the writes of update_state (its as_node is not passed on)
 MARKER = "$lgpd"  # the key of a marker object: {"$lgpd": "bytes", "size": 12}
 _ROLES = frozenset({"human", "user", "ai", "assistant", "system", "developer", "tool", "function"})
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ERROR_REPR = re.compile(r"([A-Za-z_][\w.]*)\((.*)\)", re.S)
 _MAX_DEPTH = 64
+_INT64 = 1 << 63  # an int jsonb holds as a number: -_INT64 <= n < _INT64 (see `_int_json`)
 _MAX_TRACEBACK_CHARS = 16 << 10
 # A state write (not a message, error or interrupt) whose JSON is longer is shown by its size
 # and its first STATE_HEAD_CHARS characters: {"$lgpd": "value", "size": n, "head": "..."}.
@@ -214,7 +216,10 @@ def describe(
     size): its payload is a marker. With `encrypted`, the payload says so and holds
     nothing written (agent and type stay readable).
     """
-    agent = agent_name(checkpoint_ns, task_id, task_path, sends, agent_label)
+    # A node task's agent, as `agent_name` remembers it (most tasks), without the call.
+    agent = _PULLED_AGENTS.get((checkpoint_ns, task_path, agent_label)) if task_id != NULL_TASK_ID else None
+    if agent is None:
+        agent = agent_name(checkpoint_ns, task_id, task_path, sends, agent_label)
     kinds: set[str] = set()
     payload: dict[str, Any] = {}
     messages: list[Any] = []
@@ -223,7 +228,6 @@ def describe(
     prior = prior_messages or {}
     state: dict[str, Any] = {}
     repeated: list[str] = []
-    offloaded = offloaded or {}
     for position, (channel, value) in enumerate(writes):
         if offloaded and position in offloaded:
             key, size = offloaded[position]
@@ -261,8 +265,18 @@ def describe(
                 else:
                     rewritten.append(message_json(message))
         else:
-            _put(state, repeated, channel, _state_value(value))
-    if task_id == NULL_TASK_ID or task_path.startswith(_UPDATE) or (task_path == _PULL + _START and not checkpoint_ns):
+            kind = type(value)
+            # A step counter, a flag, a branch's None (most state writes of a step) are their
+            # own JSON: `readable` of them, without its calls.
+            if (kind is int and -_INT64 <= value < _INT64) or value is None or kind is bool:
+                shown = value
+            else:
+                shown = _state_value(value)
+            if channel in state:
+                _put(state, repeated, channel, shown)
+            else:
+                state[channel] = shown
+    if task_id == NULL_TASK_ID or task_path.startswith(_UPDATE) or (task_path == _PULL_START and not checkpoint_ns):
         action_type = "human"  # the caller's input, its Command, a resume value, or an update_state edit
     elif is_subgraph_input(checkpoint_ns, task_path):
         action_type = "decision"  # what a parent graph handed its subgraph
@@ -290,7 +304,7 @@ def describe(
 
 def is_subgraph_input(checkpoint_ns: str, task_path: str) -> bool:
     """Whether a task's writes are a subgraph's input: what its parent graph handed it."""
-    return bool(checkpoint_ns) and task_path == _PULL + _START
+    return bool(checkpoint_ns) and task_path == _PULL_START
 
 
 UNSAVED_AGENT = "__unsaved__"  # the agent of a run whose tasks were not saved (durability="exit")
@@ -348,10 +362,12 @@ def _state_value(value: Any) -> Any:
     """A state write as JSON, or past STATE_VALUE_BYTES its size and head (see the module)."""
     shown = readable(value)
     if isinstance(shown, (dict, list, str)):
-        text = dump_json(shown)
-        size = len(text.encode())
-        if size > STATE_VALUE_BYTES:
-            return {MARKER: "value", "size": size, "head": text[:STATE_HEAD_CHARS]}
+        data = dump_json_bytes(shown)
+        if len(data) > STATE_VALUE_BYTES:
+            # The head from the first bytes alone: STATE_HEAD_CHARS characters take at most
+            # four bytes each, and "ignore" drops only a character the cut split.
+            head = data[: STATE_HEAD_CHARS * 4].decode(errors="ignore")[:STATE_HEAD_CHARS]
+            return {MARKER: "value", "size": len(data), "head": head}
     return shown
 
 
@@ -399,8 +415,8 @@ def _same(message: Any, before: Any) -> bool:
 
 def messages_of(writes: Sequence[tuple[str, Any]]) -> list[list[Any] | None]:
     """The messages each of a task's writes holds (`as_messages`), found once for both
-    `written_messages` and `describe`."""
-    return [as_messages(channel, value) for channel, value in writes]
+    `written_messages` and `describe`; a number, a flag or None without the call."""
+    return [None if type(value) in _NOT_MESSAGES else as_messages(channel, value) for channel, value in writes]
 
 
 def written_messages(writes: Sequence[tuple[str, Any]], found: Sequence[list[Any] | None] | None = None) -> dict[str, Any]:
@@ -665,7 +681,7 @@ def readable(value: Any, depth: int = 0) -> Any:
 
 def _int_json(value: int) -> int | str:
     """An int as jsonb keeps it: as text past 64 bits."""
-    return value if -(2**63) <= value < 2**63 else str(value)
+    return value if -_INT64 <= value < _INT64 else str(value)
 
 
 def _mapping_json(value: Mapping[Any, Any], depth: int) -> dict[str, Any]:

@@ -481,7 +481,7 @@ def _action_params(
         task_id=task_id,
         task_path=task_path or "",
         sends=log.sends,
-        offloaded={i: (ref.key, ref.size) for i, ref in enumerate(refs) if ref is not None},
+        offloaded={i: (ref.key, ref.size) for i, ref in enumerate(refs) if ref is not None} if refs else None,
         encrypted=codec.encrypted,
         prior_messages=log.prior_messages,
         agent_label=log.agent_label,

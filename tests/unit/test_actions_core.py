@@ -156,6 +156,14 @@ def test_a_large_state_write_is_shown_by_its_size_and_head_while_messages_stay_w
     assert out["state"]["note"][MARKER] == "value" and out["state"]["note"]["size"] == 902
     _, out = payload([("note", "x" * (STATE_VALUE_BYTES - 2))])
     assert out["state"]["note"] == "x" * (STATE_VALUE_BYTES - 2)  # its JSON is exactly the bound
+    # The head is the first characters whole, wherever the JSON's bytes would split one.
+    for char in ("é", "€", "😀"):
+        _, out = payload([("note", char * 400)])
+        text = json.dumps(char * 400, ensure_ascii=False)
+        assert out["state"]["note"] == {MARKER: "value", "size": len(text.encode()), "head": text[:STATE_HEAD_CHARS]}
+    # Numbers stay numbers up to what jsonb holds as one, and past it become text.
+    _, out = payload([("top", 2**63 - 1), ("bottom", -(2**63)), ("over", 2**63), ("under", -(2**63) - 1)])
+    assert out["state"] == {"top": 2**63 - 1, "bottom": -(2**63), "over": str(2**63), "under": str(-(2**63) - 1)}
 
 
 def test_a_tool_nodes_send_names_the_state_it_hands_the_tool_and_does_not_copy_it() -> None:
