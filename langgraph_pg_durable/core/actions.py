@@ -533,7 +533,9 @@ def message_json(message: Any) -> Any:
     if converted is not None:
         # Its keys are our own literals and most of its values text: `readable` without its
         # walk (which took a third of a text message's 1.7 us).
-        out = {key: _text(value) if type(value) is str else readable(value, 1) for key, value in converted.items()}
+        out = converted  # (our own dict: its values are made readable in place)
+        for key, value in out.items():
+            out[key] = _text(value) if type(value) is str else readable(value, 1)
     else:
         try:
             # In a list: the converter takes a lone (role, text) pair for two messages.
@@ -565,7 +567,17 @@ def message_json(message: Any) -> Any:
     return out
 
 
+# The kind of each of LangChain's common message types but the AI's (which turns on its calls).
+_KIND_OF_TYPE: dict[type, str] = {HumanMessage: "human", ToolMessage: "observation", SystemMessage: "decision"}
+
+
 def _message_kind(message: Any) -> str:
+    kind = type(message)  # the common types by themselves: their `type` is fixed
+    if kind is AIMessage:
+        return "tool_call" if message.tool_calls else "llm_call"
+    known = _KIND_OF_TYPE.get(kind)
+    if known is not None:
+        return known
     role = _role(message)
     if role in ("ai", "assistant"):
         calls = getattr(message, "tool_calls", None) if is_message(message) else None
