@@ -7,6 +7,8 @@ chat), on InMemorySaver, the official saver and ours (action log on). Per step:
 
 - client CPU: `time.process_time` over the run (every thread of the process, the pool's
   too), less InMemorySaver's on the same graph: what the saver adds to the client;
+- client instructions: the same, counted by valgrind's callgrind on one more run of each
+  (`instructions.py`): the client's work without this VM's clock in it;
 - server time: `pg_stat_statements` execution and planning time of the saver's database;
 - WAL: `pg_current_wal_lsn()` before and after (the server does nothing else meanwhile);
 - table bytes: `pg_total_relation_size` of every table of the saver, after the run; and
