@@ -76,11 +76,16 @@ def parse_config(config: RunnableConfig | None, *, need_checkpoint_id: bool = Fa
     checkpoint_id = configurable.get("checkpoint_id")
     if need_checkpoint_id and not checkpoint_id:
         raise ConfigError("config['configurable']['checkpoint_id'] is missing: pass the config returned by put()")
-    return CheckpointKey(
-        thread_id=id_text(thread_id, "config['configurable']['thread_id']"),
-        checkpoint_ns=require_text(configurable.get("checkpoint_ns") or "", "config['configurable']['checkpoint_ns']"),
-        checkpoint_id=id_text(checkpoint_id, "config['configurable']['checkpoint_id']") if checkpoint_id else None,
-    )
+    checkpoint_ns = configurable.get("checkpoint_ns") or ""
+    # Each key as it comes, when it is a str PostgreSQL stores as it is (what `require_text`
+    # checks, without its call: two configs a step); anything else through the checks.
+    if not (type(thread_id) is str and thread_id.isascii() and "\x00" not in thread_id):
+        thread_id = id_text(thread_id, "config['configurable']['thread_id']")
+    if not (type(checkpoint_ns) is str and checkpoint_ns.isascii() and "\x00" not in checkpoint_ns):
+        checkpoint_ns = require_text(checkpoint_ns, "config['configurable']['checkpoint_ns']")
+    if checkpoint_id and not (type(checkpoint_id) is str and checkpoint_id.isascii() and "\x00" not in checkpoint_id):
+        checkpoint_id = id_text(checkpoint_id, "config['configurable']['checkpoint_id']")
+    return CheckpointKey(thread_id, checkpoint_ns, checkpoint_id or None)
 
 
 def checkpoint_id_of(config: RunnableConfig, what: str) -> str | None:
