@@ -126,7 +126,8 @@ class ServerMeter:
 def run(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
     """Every workload in both styles on every saver, `reps` alternating rounds; medians.
     Then each saver's client instructions on each workload and style (`instructions`: one
-    count each, the same from run to run), unless this machine cannot count them."""
+    count each, the same to a few percent from run to run), unless this machine cannot
+    count them."""
     with ServerMeter(bench.server.dsn) as meter, ExitStack() as stack:
         savers = {kind: stack.enter_context(bench.saver(kind)) for kind in SAVERS}
         variants = [(kind, style) for kind in SAVERS for style in STYLES]
