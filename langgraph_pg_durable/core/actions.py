@@ -216,10 +216,7 @@ def describe(
     size): its payload is a marker. With `encrypted`, the payload says so and holds
     nothing written (agent and type stay readable).
     """
-    # A node task's agent, as `agent_name` remembers it (most tasks), without the call.
-    agent = _PULLED_AGENTS.get((checkpoint_ns, task_path, agent_label)) if task_id != NULL_TASK_ID else None
-    if agent is None:
-        agent = agent_name(checkpoint_ns, task_id, task_path, sends, agent_label)
+    agent = agent_name(checkpoint_ns, task_id, task_path, sends, agent_label)
     kinds: set[str] = set()
     payload: dict[str, Any] = {}
     messages: list[Any] = []
