@@ -16,8 +16,9 @@ A count runs the saver in a child process under callgrind with its instrumentati
 for each workload, a short run on a new thread first (the prepared statements and the
 server's plans of a saver on steady traffic, as `decomposition.run_once` measures CPU on a
 second run), then the measured run on another new thread, between two handshakes at which
-this process zeroes callgrind's counters and turns its instrumentation on, then off and
-dumps the counts. The same driver counts `tools/step_instructions.py`'s replays.
+this process turns callgrind's instrumentation on, then off, and dumps the counts (a dump
+starts the next count from zero; nothing is counted while the instrumentation is off).
+The same driver counts `tools/step_instructions.py`'s replays.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def counted(command: Sequence[str], directory: Path, parts: int, *, env: dict[st
         proc = subprocess.Popen([*valgrind, *command], stdout=sink, stderr=subprocess.STDOUT, env=env)
         try:
             for part in range(parts):
-                for name, switches in ((f"start{part}", (("-z",), ("-i", "on"))), (f"stop{part}", (("-i", "off"), ("-d",)))):
+                for name, switches in ((f"start{part}", (("-i", "on"),)), (f"stop{part}", (("-i", "off"), ("-d",)))):
                     while not (directory / name).exists():
                         if proc.poll() is not None:
                             raise SystemExit(f"the counted process ended before '{name}':\n{log.read_text()[-3000:]}")
@@ -76,7 +77,7 @@ def counted(command: Sequence[str], directory: Path, parts: int, *, env: dict[st
                     for switch in switches:
                         subprocess.run(["callgrind_control", *switch, str(proc.pid)], check=True, capture_output=True)
                     (directory / f"{name}.ok").touch()
-                # Each dump is the next numbered file, holding what ran since the zeroing.
+                # Each dump is the next numbered file, holding what ran since the last one.
                 counts.append(_totals(directory / f"{COUNTED_OUT}.{part + 1}"))
             if proc.wait() != 0:
                 raise SystemExit(f"the counted process failed:\n{log.read_text()[-3000:]}")
