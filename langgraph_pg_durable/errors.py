@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 SHOWN_CHARS = 120  # of an id or a value quoted in a message
 
@@ -23,6 +24,16 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def caused(error: E, cause: BaseException) -> E:
+    """`error` with `cause` as its `__cause__`, for `raise caused(X(...), exc) from exc`:
+    the compiled core (mypyc, setup.py) does not carry out the `from exc` itself."""
+    error.__cause__ = cause
+    return error
 
 
 class DurableCheckpointError(Exception):

@@ -856,7 +856,7 @@ class SaverCore(BaseCheckpointSaver[str]):
         token = fence.writer if fence is not None and not fence.taking else None
         where = f"once() {shown(key.key)} of thread {shown(key.thread_id)}"
         stored = yield Query(where, self.sql.find_effect, {**key.params(), "fence": token}, stored_of)
-        if stored is TAKEN and fence is not None:
+        if stored == TAKEN and fence is not None:  # (equal, not the same: compiled code copies tuples)
             error = refusal(where, key.thread_id, fence, (yield self._holder_query(key.thread_id)))
             if error is not None:
                 raise error

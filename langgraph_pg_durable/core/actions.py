@@ -48,7 +48,7 @@ _PULL_START = _PULL + _START  # the task path of a graph's input
 _UPDATE = "~__interrupt__, "  # the task path LangGraph gives the writes of update_state (its as_node is not passed on)
 MARKER = "$lgpd"  # the key of a marker object: {"$lgpd": "bytes", "size": 12}
 _ROLES = frozenset({"human", "user", "ai", "assistant", "system", "developer", "tool", "function"})
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = re.compile("[" + chr(0xD800) + "-" + chr(0xDFFF) + "]")
 _ERROR_REPR = re.compile(r"([A-Za-z_][\w.]*)\((.*)\)", re.S)
 _MAX_DEPTH = 64
 _INT64 = 1 << 63  # an int jsonb holds as a number: -_INT64 <= n < _INT64 (see `_int_json`)
@@ -507,9 +507,10 @@ def _openai_text_message(message: Any) -> dict[str, Any] | None:
     if type(content) is not str or (role == "assistant" and message.tool_calls):
         return None
     if role == "system":
-        role = message.additional_kwargs.get("__openai_role__", "system")
-        if type(role) is not str:
+        given: Any = message.additional_kwargs.get("__openai_role__", "system")
+        if type(given) is not str:
             return None  # the converter raises on it
+        role = given
     out: dict[str, Any] = {"role": role}
     if message.name:
         out["name"] = message.name

@@ -22,7 +22,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from ..errors import DeserializationError, DurableCheckpointError, SerializationError, Where, named, shown
+from ..errors import DeserializationError, DurableCheckpointError, SerializationError, Where, caused, named, shown
 from .chunks import Chunked, as_chunked
 from .keys import require_text
 from .offload import MAX_INLINE_BYTES
@@ -121,13 +121,13 @@ class Codec:
         stored = forms.get(key)
         return stored if stored is not None else _keep(forms, key, _dump(self.serde, value, channel=channel, where=where))
 
-    def load(self, type_: str, data: bytes | None, *, where: Where) -> Any:
+    def load(self, type_: Any, data: Any, *, where: Where) -> Any:
         """Deserialize one stored value; any failure (a wrong key, foreign or corrupt bytes, a
         type the serializer refuses) is a DeserializationError naming `where`."""
         try:
             return checked_loads(self.serde, (type_, data if data is not None else b""))
         except Exception as exc:
-            raise DeserializationError(f"{named(where)}: {decode_failure(type_, exc)}") from exc
+            raise caused(DeserializationError(f"{named(where)}: {decode_failure(type_, exc)}"), exc) from exc
 
     def load_each(self, raw: Sequence[tuple[str, bytes | None]], where: Callable[[int], Where]) -> list[Any]:
         """Deserialize stored values in order, each as `load` would: when all are plain
@@ -170,7 +170,8 @@ class Codec:
         try:
             pairs = [(ch, type_, base64.b64decode(data, validate=True)) for ch, (type_, data) in stored.items()]
         except Exception as exc:
-            raise DeserializationError(f"{where}: the scalar channel values in its row are malformed ({type(exc).__name__})") from exc
+            malformed = DeserializationError(f"{where}: the scalar channel values in its row are malformed ({type(exc).__name__})")
+            raise caused(malformed, exc) from exc
         try:
             # One C call for them all (see _load_items): scalars, of one type as a rule.
             values = self._load_items([(type_, data) for _, type_, data in pairs])
@@ -256,10 +257,11 @@ def _item_errors(where: Where) -> Iterator[None]:
     except DurableCheckpointError:
         raise
     except (BlockedTypeError, PlaintextRefusedError) as exc:
-        raise DeserializationError(f"{named(where)}: a stored list item {exc}") from exc
+        raise caused(DeserializationError(f"{named(where)}: a stored list item {exc}"), exc) from exc
     except Exception as exc:
-        raise DeserializationError(
-            f"{named(where)}: a stored list item cannot be decoded ({type(exc).__name__}: {str(exc).strip()[:200]})"
+        raise caused(
+            DeserializationError(f"{named(where)}: a stored list item cannot be decoded ({type(exc).__name__}: {str(exc).strip()[:200]})"),
+            exc,
         ) from exc
 
 
@@ -282,8 +284,9 @@ def _dump(serde: SerializerProtocol, value: Any, *, channel: str, where: Where) 
     try:
         return serde.dumps_typed(value)
     except Exception as exc:
-        raise SerializationError(
-            f"cannot serialize the value of channel {shown(channel)} ({named(where)}): {type(exc).__name__}: {exc}"
+        raise caused(
+            SerializationError(f"cannot serialize the value of channel {shown(channel)} ({named(where)}): {type(exc).__name__}: {exc}"),
+            exc,
         ) from exc
 
 
@@ -300,8 +303,8 @@ MAX_ITEM_BYTES = MAX_INLINE_BYTES  # no item inflates past what a row could hold
 ZLIB_MAX_RATIO = 1032  # deflate's own bound: no stream inflates more than this
 
 
-def is_compressed(type_: str) -> bool:
-    return type_.endswith((COMPRESSED, LEGACY_COMPRESSED))
+def is_compressed(type_: object) -> bool:
+    return isinstance(type_, str) and type_.endswith((COMPRESSED, LEGACY_COMPRESSED))
 
 
 # Up to this many bytes an item is deflated with a 16 KiB window and an 8,192-entry hash:

@@ -17,7 +17,7 @@ from typing import Any
 import ormsgpack
 from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort_key
 
-from ..errors import CheckpointIntegrityError, DeserializationError, Where, named, shown
+from ..errors import CheckpointIntegrityError, DeserializationError, Where, caused, named, shown
 from ..sql.reads import CHECKPOINT_IN_DETAIL, CheckpointColumn, Detail, Part
 from . import lists as list_layout
 from . import msgpack_bounds
@@ -147,14 +147,14 @@ def write_row(row: Sequence[Any]) -> WriteRow:
     return (row[Detail.TASK_ID], row[Detail.CHANNEL], row[Detail.TASK_PATH], row[Detail.IDX], row[Detail.TYPE], row[Detail.VALUE])
 
 
-def _unpacked_writes(data: bytes | None, where: Where) -> list[tuple[int, str, str, bytes | None]]:
+def _unpacked_writes(data: bytes | None, where: Where) -> list[Any]:
     """The (idx, channel, type, bytes) of a packed writes row, checked entry by entry."""
     try:
         if msgpack_bounds.NEEDED:
             msgpack_bounds.check_lengths(data or b"")
         entries = ormsgpack.unpackb(data or b"")
     except Exception as exc:
-        raise DeserializationError(f"{named(where)}: its packed writes row cannot be decoded ({type(exc).__name__})") from exc
+        raise caused(DeserializationError(f"{named(where)}: its packed writes row cannot be decoded ({type(exc).__name__})"), exc) from exc
     if not isinstance(entries, list) or not all(
         isinstance(e, list)
         and len(e) == 4

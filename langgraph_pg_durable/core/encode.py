@@ -12,9 +12,9 @@ from typing import Any
 
 import ormsgpack
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import WRITES_IDX_MAP, ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import WRITES_IDX_MAP, ChannelVersions, CheckpointMetadata
 
-from ..errors import ConfigError, SerializationError, Where, named, shown
+from ..errors import ConfigError, SerializationError, Where, caused, named, shown
 from . import lists as list_layout
 from .arrays import ByteaArray, Int4Array, Int8Array, TextArray
 from .codec import Codec, dump_json
@@ -89,7 +89,7 @@ def _written_value_named(where: Where, channel: str) -> str:
 def put_params(
     codec: Codec,
     config: RunnableConfig,
-    checkpoint: Checkpoint,
+    checkpoint: Any,  # a Checkpoint, as a rule: anything else is named (ConfigError), below
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
     placement: Placement,
@@ -213,7 +213,8 @@ def put_params(
     try:
         body_json = dump_json(body)
     except (TypeError, ValueError) as exc:
-        raise SerializationError(f"checkpoint {shown(checkpoint_id)} of thread {shown(key.thread_id)} is not JSON: {exc}") from exc
+        not_json = SerializationError(f"checkpoint {shown(checkpoint_id)} of thread {shown(key.thread_id)} is not JSON: {exc}")
+        raise caused(not_json, exc) from exc
 
     stored_metadata = merge_metadata(config, metadata)
     metadata_json, metadata_exact = dump_metadata(codec, stored_metadata)

@@ -119,10 +119,12 @@ class HistoryScan:
         codec: Codec,
         config: RunnableConfig | None,
         *,
-        filter: Mapping[str, Any] | None,
+        filter: Any,
         before: RunnableConfig | None,
-        limit: int | None,
+        limit: Any,
     ) -> None:
+        # (`filter` and `limit` as the caller gave them, checked here: a compiled core
+        # checks annotations, with a TypeError that names nothing.)
         if limit is not None and (type(limit) is not int or limit < 0):
             raise ConfigError(f"list() limit must be a whole number >= 0 or None, got {shown(limit)}")
         if filter is not None and not isinstance(filter, Mapping):

@@ -65,9 +65,10 @@ def version_text(version: Any, channel: str) -> str:
     return require_text(version, f"version of channel {shown(channel)}")
 
 
-def parse_config(config: RunnableConfig | None, *, need_checkpoint_id: bool = False) -> CheckpointKey:
-    """The checkpoint a config points at; names any missing or unusable key."""
-    configurable = (config or {}).get("configurable") if type(config) is dict or isinstance(config, Mapping) else None
+def parse_config(config: Any, *, need_checkpoint_id: bool = False) -> CheckpointKey:
+    """The checkpoint a config (a RunnableConfig, as a rule) points at; names any missing
+    or unusable key. Any value is taken and checked (a compiled core checks annotations)."""
+    configurable: Any = (config or {}).get("configurable") if type(config) is dict or isinstance(config, Mapping) else None
     if type(configurable) is not dict and not isinstance(configurable, Mapping):
         raise ConfigError("config['configurable'] is missing: pass {'configurable': {'thread_id': ...}}")
     thread_id = configurable.get("thread_id")
@@ -88,7 +89,7 @@ def parse_config(config: RunnableConfig | None, *, need_checkpoint_id: bool = Fa
     return CheckpointKey(thread_id, checkpoint_ns, checkpoint_id or None)
 
 
-def checkpoint_id_of(config: RunnableConfig, what: str) -> str | None:
+def checkpoint_id_of(config: Any, what: str) -> str | None:
     """The checkpoint id a config names, or None; nothing else of it is required."""
     configurable = config.get("configurable") if isinstance(config, Mapping) else None
     if configurable is None:
