@@ -1,4 +1,9 @@
 """langgraph-pg-durable: a durable LangGraph checkpointer on PostgreSQL."""
+# ruff: noqa: E402
+
+from .compiled import use_source_when_stale
+
+use_source_when_stale()  # before any module of the core is imported (see compiled.py)
 
 from .aio import AsyncDurablePostgresSaver
 from .core.logs import ActionRecord, RunRecord
