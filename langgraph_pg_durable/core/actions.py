@@ -48,7 +48,11 @@ _PULL_START = _PULL + _START  # the task path of a graph's input
 _UPDATE = "~__interrupt__, "  # the task path LangGraph gives the writes of update_state (its as_node is not passed on)
 MARKER = "$lgpd"  # the key of a marker object: {"$lgpd": "bytes", "size": 12}
 _ROLES = frozenset({"human", "user", "ai", "assistant", "system", "developer", "tool", "function"})
-_SURROGATE = re.compile("[" + chr(0xD800) + "-" + chr(0xDFFF) + "]")
+_SURROGATE = re.compile("[" + chr(0xD800) + "-" + chr(0xDFFF) + "]")  # (mypyc refuses surrogates in a literal)
+# A task's writes as put_writes gets them: (channel, value) pairs, tuples as a rule, lists
+# from LangGraph's task cache. Annotated as any sequence: compiled code checks a tuple's
+# type and would refuse the lists.
+TaskWrites = Sequence[Sequence[Any]]
 _ERROR_REPR = re.compile(r"([A-Za-z_][\w.]*)\((.*)\)", re.S)
 _MAX_DEPTH = 64
 _INT64 = 1 << 63  # an int jsonb holds as a number: -_INT64 <= n < _INT64 (see `_int_json`)
@@ -188,7 +192,7 @@ def subgraph_path(checkpoint_ns: str) -> list[str]:
 
 
 def describe(
-    writes: Sequence[tuple[str, Any]],
+    writes: TaskWrites,
     *,
     checkpoint_ns: str,
     task_id: str,
@@ -410,13 +414,13 @@ def _same(message: Any, before: Any) -> bool:
         return False
 
 
-def messages_of(writes: Sequence[tuple[str, Any]]) -> list[list[Any] | None]:
+def messages_of(writes: TaskWrites) -> list[list[Any] | None]:
     """The messages each of a task's writes holds (`as_messages`), found once for both
     `written_messages` and `describe`; a number, a flag or None without the call."""
     return [None if type(value) in _NOT_MESSAGES else as_messages(channel, value) for channel, value in writes]
 
 
-def written_messages(writes: Sequence[tuple[str, Any]], found: Sequence[list[Any] | None] | None = None) -> dict[str, Any]:
+def written_messages(writes: TaskWrites, found: Sequence[list[Any] | None] | None = None) -> dict[str, Any]:
     """The messages a task's writes hold that have an id, by id (`found`: see `messages_of`)."""
     out: dict[str, Any] = {}
     for held in messages_of(writes) if found is None else found:

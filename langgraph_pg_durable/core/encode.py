@@ -23,7 +23,7 @@ from .lists import ItemRow, ListBases, ListPolicy, ListState
 from .metadata import dump_metadata, merge_metadata
 from .offload import ObjectRef, Placement, Upload
 from .runs import has_next_tasks
-from .actions import NULL_TASK_ID, describe, run_status
+from .actions import NULL_TASK_ID, TaskWrites, describe, run_status
 
 
 PACKED_WRITES_TYPE = "langgraph-pg-durable/writes-v1"  # one row holding several writes of a task
@@ -331,7 +331,7 @@ class WritesParams:
 def put_writes_params(
     codec: Codec,
     config: RunnableConfig,
-    writes: Sequence[tuple[str, Any]],
+    writes: TaskWrites,
     task_id: str,
     task_path: str,
     placement: Placement,
@@ -438,9 +438,7 @@ def put_writes_params(
     )
 
 
-def write_bases(
-    bases: ListBases | None, lists: ListPolicy, key: CheckpointKey, writes: Sequence[tuple[str, Any]]
-) -> Mapping[str, ListState]:
+def write_bases(bases: ListBases | None, lists: ListPolicy, key: CheckpointKey, writes: TaskWrites) -> Mapping[str, ListState]:
     """The list versions in the delta layout that a task's writes to `key`'s checkpoint
     extend, by channel (their items are stored for the next put: see `put_writes_params`).
     Empty, as a rule (one lookup for the task's writes, not one a write)."""
@@ -469,7 +467,7 @@ class TaskLog:
 def _action_params(
     codec: Codec,
     key: CheckpointKey,
-    writes: Sequence[tuple[str, Any]],
+    writes: TaskWrites,
     task_id: str,
     task_path: str,
     refs: Sequence[ObjectRef | None],
