@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
 CORE = "langgraph_pg_durable/core"
@@ -64,6 +65,9 @@ def _extensions() -> list:
     from mypyc.build import mypycify
 
     paths = [f"{CORE}/{name}.py" for name in COMPILED]
+    # The digests of the sources as they are before the compile reads them: a source
+    # edited while it builds then reads as changed, and loads from source at import.
+    modules = {f"langgraph_pg_durable.core.{name}": _digest(ROOT / CORE / f"{name}.py") for name in COMPILED}
     # Third-party types are left to run time (Any): the build environment holds mypy alone,
     # and the repository's own mypy run (`mypy`, strict on the core) checks the types; here
     # the modules the core imports are read for their types, their findings not reported.
@@ -72,9 +76,26 @@ def _extensions() -> list:
     extensions = mypycify([*options, *paths], opt_level="3", group_name="langgraph_pg_durable.core")
     for extension in extensions:
         extension.optional = True  # no compiler: a warning, and the pure modules
-    modules = {f"langgraph_pg_durable.core.{name}": _digest(ROOT / CORE / f"{name}.py") for name in COMPILED}
     MANIFEST.write_text(json.dumps({"modules": modules}, indent=1) + "\n")
     return extensions
 
 
-setup(ext_modules=_extensions())
+class BuildExt(build_ext):
+    """build_ext that leaves no manifest unless every compiled module built.
+
+    The extensions are optional: one that fails to compile leaves a warning, and its module
+    would load from source while the compiled ones call their own compiled copy of it. With
+    no manifest, `compiled.use_source_when_stale` loads every module from source instead.
+    """
+
+    def run(self) -> None:
+        super().run()
+        if all(os.path.exists(self.get_ext_fullpath(extension.name)) for extension in self.extensions):
+            return
+        MANIFEST.unlink(missing_ok=True)
+        built = Path(self.build_lib) / CORE / MANIFEST.name
+        built.unlink(missing_ok=True)
+        print("langgraph-pg-durable: a compiled module did not build; the core runs as pure Python", file=sys.stderr)
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildExt})

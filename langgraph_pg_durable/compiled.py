@@ -61,10 +61,11 @@ def compiled_files(core: Path = CORE) -> list[str]:
     return sorted(name for name in names if (core / f"{name}.py").exists())
 
 
-def stale(core: Path = CORE, package: str = PACKAGE) -> list[str]:
-    """The compiled modules whose source is not what they were compiled from."""
+def stale(core: Path = CORE, package: str = PACKAGE, build: Mapping[str, str] | None = None) -> list[str]:
+    """The compiled modules whose source is not what they were compiled from (`build`: the
+    manifest's modules, when the caller read them already)."""
     out = []
-    for name, digest in listed(core).items():
+    for name, digest in (listed(core) if build is None else build).items():
         try:
             now = hashlib.sha256((core / f"{name.removeprefix(package + '.')}.py").read_bytes()).hexdigest()
         except OSError:
@@ -81,7 +82,7 @@ def use_source_when_stale(core: Path = CORE, package: str = PACKAGE) -> FromSour
     if not files:
         return None
     build = listed(core)
-    if os.environ.get(PURE) != "1" and files <= build.keys() and not stale(core, package):
+    if os.environ.get(PURE) != "1" and files <= build.keys() and not stale(core, package, build):
         return None
     for finder in sys.meta_path:
         if isinstance(finder, FromSource):

@@ -15,7 +15,6 @@ from itertools import accumulate
 from typing import Any
 
 import ormsgpack
-from mypy_extensions import mypyc_attr
 from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort_key
 
 from ..errors import CheckpointIntegrityError, DeserializationError, Where, caused, named, shown
@@ -50,7 +49,6 @@ def value_named(thread_id: str, channel: str, version: str, at: CheckpointRow | 
     return f"thread {shown(thread_id)}{checkpoint}, channel {shown(channel)} (version {shown(version)})"
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # (a test's subclass counts the walk's visits)
 @dataclass
 class CheckpointRow:
     """A checkpoint row as fetched (`sql.reads.CheckpointColumn`), before its values are attached."""

@@ -58,7 +58,10 @@ class DeltaWalk:
             self.rows[row.checkpoint_id] = row
         # A parent seen before ends the walk: rows read from the database may point in a
         # circle (a checkpoint put as its own parent), and a walk must not follow it forever.
-        while self.next_id is not None and self.remaining and self.next_id in self.rows and self.next_id not in self._visited:
+        # The walk visits each row it holds at most once, so it takes at most that many steps.
+        for _ in range(len(self.rows)):
+            if self.next_id is None or not self.remaining or self.next_id not in self.rows or self.next_id in self._visited:
+                break
             row = self.rows[self.next_id]
             self._visited.add(row.checkpoint_id)
             self.path.append(row)

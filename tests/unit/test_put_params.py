@@ -13,7 +13,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph_pg_durable import wire
 from langgraph_pg_durable.core.codec import Codec
-from langgraph_pg_durable.core.actions import NULL_TASK_ID
+from langgraph_pg_durable.core.actions import NULL_TASK_ID, describe
 from langgraph_pg_durable.core.encode import put_params, put_writes_params
 from langgraph_pg_durable.core.lists import ListPolicy
 from langgraph_pg_durable.core.offload import Placement
@@ -112,3 +112,12 @@ def test_a_write_too_large_for_a_row_names_its_task_and_channel() -> None:
         _writes([("step", 1), ("notes", "x" * 200)], placement=Placement(enabled=False, max_inline=100))
     message = str(raised.value)
     assert "task 'task-1'" in message and "write to channel 'notes'" in message and "checkpoint 'c1'" in message
+
+
+def test_a_tasks_writes_handed_over_as_lists_are_taken_as_pairs() -> None:
+    # LangGraph's task cache hands put_writes the writes it restored as [channel, value] lists.
+    pairs: list[tuple[str, Any]] = [("messages", ["hi"]), ("step", 2), ("__error__", "boom")]
+    as_lists: list[Any] = [list(pair) for pair in pairs]
+    assert _writes(as_lists).params == _writes(pairs).params
+    described = [describe(w, checkpoint_ns="", task_id="task-1", task_path="~0") for w in (as_lists, pairs)]
+    assert described[0] == described[1] and described[0].action_type == "error"
