@@ -41,6 +41,7 @@ COMPILED = [
     "metadata",
     "msgpack_bounds",
     "offload",
+    "params",
     "runs",
     "type_policy",
 ]

@@ -3,8 +3,8 @@
 A put or put_writes is one flight of two statements (the writer locks, then the write).
 Through psycopg's cursor and pipeline objects that flight costs ~0.4 ms of client CPU,
 more than the rest of the put; here it is a prepared statement per query text and
-parameter types, its parameters dumped as psycopg's Transformer would dump them (the
-types the saver sends without the Transformer, any other through it), sent in one libpq
+parameter types, its parameters dumped as psycopg's Transformer would dump them
+(`core.params` for the types the saver sends, the Transformer for any other), sent in one libpq
 pipeline and read back with psycopg's generators: about half as much.
 
 `exchange` is a psycopg generator (it yields waits, never blocks): the sync shell runs it
@@ -15,7 +15,6 @@ in autocommit takes this path; any other is the caller's to drive the usual way.
 from __future__ import annotations
 
 import re
-import struct
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -27,7 +26,7 @@ from psycopg.abc import PQGen
 from psycopg.adapt import PyFormat, Transformer
 from psycopg.waiting import Ready, Wait
 
-from . import adapters
+from .core.params import dumped
 
 _WAIT_R, _WAIT_RW, _READY_R = Wait.R, Wait.RW, Ready.R
 _PLACEHOLDER = re.compile(rb"%\((\w+)\)([sb])|%%|%")
@@ -57,6 +56,7 @@ class Converted:
     text: bytes
     names: tuple[str, ...]
     formats: tuple[PyFormat, ...]
+    auto: tuple[bool, ...]  # whether each is `%(name)s` (for `params.dumped`)
 
 
 _converted: dict[str, Converted] = {}
@@ -84,7 +84,8 @@ def convert(query: str) -> Converted:
         formats.append(fmt)
         return b"$%d" % len(names)
 
-    done = Converted(_PLACEHOLDER.sub(number, query.encode()), tuple(names), tuple(formats))
+    text = _PLACEHOLDER.sub(number, query.encode())
+    done = Converted(text, tuple(names), tuple(formats), tuple(fmt is PyFormat.AUTO for fmt in formats))
     _converted[query] = done
     return done
 
@@ -99,61 +100,6 @@ class _Prepared:
 
 _sessions: weakref.WeakKeyDictionary[Any, _Prepared] = weakref.WeakKeyDictionary()
 _serial = iter(range(1, 1 << 62))
-
-
-_INT2, _INT4, _INT8 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!q")
-_TEXT, _BINARY = pq.Format.TEXT, pq.Format.BINARY
-_AUTO = PyFormat.AUTO
-_ARRAYS = {cls: dumper(cls) for cls, dumper in adapters.ARRAY_DUMPERS.items()}  # utf-8 text
-
-
-def _dumped(values: Sequence[Any], formats: Sequence[PyFormat]) -> tuple[list[bytes | None], tuple[int, ...], list[pq.Format]] | None:
-    """The parameters as psycopg's Transformer would send them (the same bytes, formats
-    and types: a str as text of unknown type, an int as the smallest integer type that
-    holds it, our typed arrays in binary), without its per-parameter dispatch; None when
-    one is of a type it does not know (then the Transformer sends them all). One loop, no
-    call a parameter: a step sends some seventy."""
-    data: list[bytes | None] = []
-    oids: list[int] = []
-    sent: list[pq.Format] = []
-    for value, fmt in zip(values, formats):
-        kind = type(value)
-        if kind is str and fmt is _AUTO:
-            data.append(value.encode())
-            oids.append(0)
-            sent.append(_TEXT)
-        elif value is None:
-            data.append(None)
-            oids.append(0)
-            sent.append(_TEXT)
-        elif (array := _ARRAYS.get(kind)) is not None:
-            data.append(array.dump(value))
-            oids.append(array.oid)
-            sent.append(_BINARY)
-        elif kind is int:
-            if -(1 << 15) <= value < 1 << 15:
-                data.append(_INT2.pack(value))
-                oids.append(21)
-            elif -(1 << 31) <= value < 1 << 31:
-                data.append(_INT4.pack(value))
-                oids.append(23)
-            elif -(1 << 63) <= value < 1 << 63:
-                data.append(_INT8.pack(value))
-                oids.append(20)
-            else:
-                return None
-            sent.append(_BINARY)
-        elif kind is bool:
-            data.append(b"\x01" if value else b"\x00")
-            oids.append(16)
-            sent.append(_BINARY)
-        elif kind is bytes:
-            data.append(value)
-            oids.append(17)
-            sent.append(_BINARY)
-        else:
-            return None
-    return data, tuple(oids), sent
 
 
 def usable(conn: Any) -> bool:
@@ -250,10 +196,10 @@ def exchange(conn: Any, statements: Sequence[tuple[str, Mapping[str, Any]]], tim
         for query, params in statements:
             converted = convert(query)
             given = [params[name] for name in converted.names]
-            fast = _dumped(given, converted.formats) if utf8 else None
+            fast = dumped(given, converted.auto) if utf8 else None
             if fast is None:
                 values = tx.dump_sequence(given, converted.formats)
-                types, formats = tuple(tx.types or ()), list(tx.formats or ())
+                types, formats = tuple(tx.types or ()), [int(f) for f in tx.formats or ()]
             else:
                 values, types, formats = fast
             if prepared is None:

@@ -1,12 +1,13 @@
 """`wire`'s pure parts, without a server: query texts in PostgreSQL's numbered form, and
-parameters dumped as psycopg would dump them."""
+parameters dumped as psycopg would dump them (`core.params`)."""
 
 from __future__ import annotations
 
 import pytest
 from psycopg.adapt import PyFormat, Transformer
 
-from langgraph_pg_durable import wire
+from langgraph_pg_durable import adapters
+from langgraph_pg_durable.core import params
 from langgraph_pg_durable.core.arrays import ByteaArray, Int4Array, Int8Array, TextArray
 from langgraph_pg_durable.wire import convert
 
@@ -16,6 +17,7 @@ def test_names_are_numbered_in_order_of_first_use_and_reused() -> None:
     assert done.text == b"SELECT $1, $2, $1 WHERE x = $2"
     assert done.names == ("b", "a")
     assert done.formats == (PyFormat.AUTO, PyFormat.BINARY)
+    assert done.auto == (True, False)
 
 
 def test_a_doubled_percent_is_a_percent_sign() -> None:
@@ -44,7 +46,7 @@ def test_parameters_are_sent_as_psycopgs_transformer_would_send_them() -> None:
     formats = [PyFormat.AUTO] * len(VALUES) + [PyFormat.BINARY] * len(ARRAYS)
     tx = Transformer()
     expected = tx.dump_sequence(values, formats)
-    fast = wire._dumped(values, formats)
+    fast = params.dumped(values, [fmt is PyFormat.AUTO for fmt in formats])
     assert fast is not None
     data, types, sent = fast
     assert [None if d is None else bytes(d) for d in data] == [None if d is None else bytes(d) for d in expected]
@@ -57,7 +59,7 @@ def test_an_array_of_one_element_is_the_bytes_of_any_other_length(element: objec
     general loop makes, which the two-element array shows (its second element dropped)."""
     kinds = {str: TextArray, type(None): TextArray, bytes: ByteaArray, int: Int8Array if element == 2**62 else Int4Array}
     cls = kinds[type(element)]
-    dumper = wire._ARRAYS[cls]
+    dumper = adapters.ARRAY_DUMPERS[cls](cls)
     one, two = dumper.dump(cls([element])), dumper.dump(cls([element, element]))
     head = 20  # dimensions, has nulls, element oid, length, lower bound
     field = (len(two) - head) // 2
@@ -67,4 +69,13 @@ def test_an_array_of_one_element_is_the_bytes_of_any_other_length(element: objec
 
 @pytest.mark.parametrize("value", [1.5, 2**70, {"a": 1}, bytearray(b"x"), ["plain", "list"]], ids=repr)
 def test_a_parameter_of_another_type_goes_through_the_transformer(value: object) -> None:
-    assert wire._dumped(["text", value], [PyFormat.AUTO, PyFormat.AUTO]) is None
+    assert params.dumped(["text", value], [True, True]) is None
+
+
+@pytest.mark.parametrize("array", [Int4Array([2**31]), Int8Array([2**63])], ids=repr)
+def test_an_array_element_out_of_range_is_left_to_the_transformer_which_names_it(array: list[int]) -> None:
+    from psycopg import DataError
+
+    assert params.dumped([array], [False]) is None
+    with pytest.raises(DataError, match="out of range"):
+        Transformer().dump_sequence([array], [PyFormat.BINARY])
