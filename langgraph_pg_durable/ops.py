@@ -132,6 +132,10 @@ def _put_writes_named(task_id: str, thread_id: str) -> str:
     return f"put_writes of task {shown(task_id)} on thread {shown(thread_id)}"
 
 
+def _get_tuple_named(thread_id: str) -> str:
+    return f"get_tuple on thread {shown(thread_id)}"
+
+
 # The queues a thread's writes wait in within one saver, before taking a connection: LangGraph
 # sends a task's writes and the next checkpoint's put from different threads (or tasks) at
 # once, and the writer lock serializes them on the server, where the one that waits holds a
@@ -738,7 +742,7 @@ class SaverCore(BaseCheckpointSaver[str]):
                 known[(channel, state.version)] = state
         cold = not held and not known
         return Query(
-            f"get_tuple on thread {shown(key.thread_id)}",
+            functools.partial(_get_tuple_named, key.thread_id),
             self.sql.get_tuple[(key.checkpoint_id is not None, cold)],
             encode.get_tuple_params(key, held, known),
             lambda fetched: self._restored(key, decode.decode_tuple(self.codec, key, fetched, held, known)),

@@ -220,13 +220,15 @@ def build_tuple(
     writes: Iterable[WriteRow],
     *,
     required: Iterable[str] | None = None,
+    where: str | None = None,
 ) -> CheckpointTuple:
-    """A CheckpointTuple from its row, its decoded values by (channel, version), its writes.
+    """A CheckpointTuple from its row, its decoded values by (channel, version), its writes
+    (`where`: the row's `where`, when the caller made it already).
 
     Every value the row holds must be among `values` (or, for a read that fetched only
     some, those of the `required` channels): a missing one is an integrity error.
     """
-    where = row.where
+    where = row.where if where is None else where
     channel_values = codec.load_inline(row.body.get("channel_values"), where=where)
     needed = None if required is None else set(required)
     for channel, version in zip(row.value_channels, row.value_versions):
@@ -383,7 +385,7 @@ def decode_tuple(
             decoded=False,
             where=lambda w: f"{where}, write of task {shown(w[0])} to channel {shown(w[1])}",
         )
-    return TupleRead(build_tuple(codec, row, values, writes), states, fetched)
+    return TupleRead(build_tuple(codec, row, values, writes, where=where), states, fetched)
 
 
 # -- list() pages ---------------------------------------------------------------------------

@@ -890,7 +890,7 @@ def rebuild(
     state: ListState,
     raw_items: Mapping[tuple[str, str], RawItems],
     *,
-    where: str,
+    where: Where,
 ) -> tuple[list[Any], ListState]:
     """A list version from a state the saver holds and its items' stored bytes, by
     (channel, version) group, and that state holding the new list's objects; from the
@@ -901,7 +901,7 @@ def rebuild(
         found = [raw_items[(channel, version)][idx] for version, idx in state.locations]
     except KeyError:
         missing = next(loc for loc in state.locations if loc[1] not in raw_items.get((channel, loc[0]), {}))
-        raise ListIntegrityError(f"{where}: item {missing[1]} of version {shown(missing[0])} is missing") from None
+        raise ListIntegrityError(f"{named(where)}: item {missing[1]} of version {shown(missing[0])} is missing") from None
     value = codec.load_items(found, where=where)
     return value, state.seeing(value, sum(len(data or b"") for _, data in found))
 
@@ -932,7 +932,7 @@ def read_lists(
         if state is None:
             rest.append((channel, version))
         else:
-            out[(channel, version)] = rebuild(codec, channel, state, raw_items, where=where(channel, version))
+            out[(channel, version)] = rebuild(codec, channel, state, raw_items, where=functools.partial(where, channel, version))
     if rest:
         out.update(restore(codec, wanted=rest, rows=rows, raw_items=raw_items, where=where))
     return out
