@@ -33,7 +33,11 @@ class _ArrayDumper(Dumper):
 
     def __init__(self, cls: type, context: Any = None) -> None:
         super().__init__(cls, context)
-        self._encoding = self.connection.info.encoding if self.connection is not None else "utf-8"
+        # Only text is encoded (in the connection's encoding): `info.encoding` makes an
+        # object, which the other arrays' dumpers need not pay for.
+        connection = self.connection
+        text = self._element_oid == params.TEXT_OID
+        self._encoding = connection.info.encoding if text and connection is not None else "utf-8"
 
     def dump(self, obj: Any) -> bytes:
         try:
