@@ -24,7 +24,7 @@ import traceback
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard, cast
+from typing import Any, Final, TypeGuard, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, convert_to_openai_messages
 from langgraph.checkpoint.base import WRITES_IDX_MAP
@@ -32,43 +32,47 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP
 from .codec import dump_json, dump_json_bytes
 
 # The action types, most specific first: a task that wrote several kinds gets the first.
-ACTION_TYPES = ("error", "interrupt", "tool_call", "llm_call", "observation", "human", "decision")
+ACTION_TYPES: Final = ("error", "interrupt", "tool_call", "llm_call", "observation", "human", "decision")
 
-NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # writes of the caller (Command, resume)
-INPUT_AGENT = "__input__"  # the agent of the caller's writes
-UPDATE_AGENT = "__update__"  # the agent of an update_state edit
-_START = "__start__"  # the node that takes a graph's input
-_ERROR, _INTERRUPT, _RESUME, _TASKS = "__error__", "__interrupt__", "__resume__", "__pregel_tasks"
-_BRANCH = "branch:to:"
-_BRANCH_CHARS = len(_BRANCH)
-_INTERNAL = frozenset({"__no_writes__"})  # LangGraph's marker of a task that wrote nothing
-_PULL, _PUSH = "~__pregel_pull, ", "~__pregel_push, "
-_PULL_CHARS = len(_PULL)
-_PULL_START = _PULL + _START  # the task path of a graph's input
-_UPDATE = "~__interrupt__, "  # the task path LangGraph gives the writes of update_state (its as_node is not passed on)
-MARKER = "$lgpd"  # the key of a marker object: {"$lgpd": "bytes", "size": 12}
-_ROLES = frozenset({"human", "user", "ai", "assistant", "system", "developer", "tool", "function"})
-_SURROGATE = re.compile("[" + chr(0xD800) + "-" + chr(0xDFFF) + "]")  # (mypyc refuses surrogates in a literal)
+NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"  # writes of the caller (Command, resume)
+INPUT_AGENT: Final = "__input__"  # the agent of the caller's writes
+UPDATE_AGENT: Final = "__update__"  # the agent of an update_state edit
+_START: Final = "__start__"  # the node that takes a graph's input
+_ERROR: Final = "__error__"
+_INTERRUPT: Final = "__interrupt__"
+_RESUME: Final = "__resume__"
+_TASKS: Final = "__pregel_tasks"
+_BRANCH: Final = "branch:to:"
+_BRANCH_CHARS: Final = len(_BRANCH)
+_INTERNAL: Final = frozenset({"__no_writes__"})  # LangGraph's marker of a task that wrote nothing
+_PULL: Final = "~__pregel_pull, "
+_PUSH: Final = "~__pregel_push, "
+_PULL_CHARS: Final = len(_PULL)
+_PULL_START: Final = _PULL + _START  # the task path of a graph's input
+_UPDATE: Final = "~__interrupt__, "  # the task path LangGraph gives the writes of update_state (its as_node is not passed on)
+MARKER: Final = "$lgpd"  # the key of a marker object: {"$lgpd": "bytes", "size": 12}
+_ROLES: Final = frozenset({"human", "user", "ai", "assistant", "system", "developer", "tool", "function"})
+_SURROGATE: Final = re.compile("[" + chr(0xD800) + "-" + chr(0xDFFF) + "]")  # (mypyc refuses surrogates in a literal)
 # A task's writes as put_writes gets them: (channel, value) pairs, tuples as a rule, lists
 # from LangGraph's task cache. Annotated as any sequence: compiled code checks a tuple's
 # type and would refuse the lists.
 TaskWrites = Sequence[Sequence[Any]]
-_ERROR_REPR = re.compile(r"([A-Za-z_][\w.]*)\((.*)\)", re.S)
-_MAX_DEPTH = 64
-_INT64 = 1 << 63  # an int jsonb holds as a number: -_INT64 <= n < _INT64 (see `_int_json`)
-_MAX_TRACEBACK_CHARS = 16 << 10
+_ERROR_REPR: Final = re.compile(r"([A-Za-z_][\w.]*)\((.*)\)", re.S)
+_MAX_DEPTH: Final = 64
+_INT64: Final = 1 << 63  # an int jsonb holds as a number: -_INT64 <= n < _INT64 (see `_int_json`)
+_MAX_TRACEBACK_CHARS: Final = 16 << 10
 # A state write (not a message, error or interrupt) whose JSON is longer is shown by its size
 # and its first STATE_HEAD_CHARS characters: {"$lgpd": "value", "size": n, "head": "..."}.
-STATE_VALUE_BYTES = 512
-STATE_HEAD_CHARS = 160
+STATE_VALUE_BYTES: Final = 512
+STATE_HEAD_CHARS: Final = 160
 
 
 # Whether a type is a message, by type: BaseMessage is a pydantic model, whose metaclass makes
 # `isinstance(x, BaseMessage)` an ABCMeta check (~0.3 us, a negative one as much), and a
 # task's writes are checked a dozen times. Bounded: a program that makes types without end
 # goes back to isinstance past this many.
-_MESSAGE_TYPES: dict[type, bool] = {}
-_MESSAGE_TYPES_HELD = 512
+_MESSAGE_TYPES: Final[dict[type, bool]] = {}
+_MESSAGE_TYPES_HELD: Final = 512
 
 
 def is_message(value: Any) -> TypeGuard[BaseMessage]:
@@ -135,11 +139,11 @@ def _agent_at(checkpoint_ns: str, node: str, label: str | None) -> str:
 
 # A node task's agent by (namespace, task path, label): the same few for every step of a
 # run. Bounded: emptied when full (a namespace names a task id, new at each subgraph call).
-_PULLED_AGENTS: dict[tuple[str, str, str | None], str] = {}
-_PULLED_AGENTS_HELD = 1024
+_PULLED_AGENTS: Final[dict[tuple[str, str, str | None], str]] = {}
+_PULLED_AGENTS_HELD: Final = 1024
 
 
-UNKNOWN_SEND = "__send__"  # the node of a Send task whose checkpoint's Sends are not known (yet)
+UNKNOWN_SEND: Final = "__send__"  # the node of a Send task whose checkpoint's Sends are not known (yet)
 
 
 def is_update(task_path: str) -> bool:
@@ -308,7 +312,7 @@ def is_subgraph_input(checkpoint_ns: str, task_path: str) -> bool:
     return bool(checkpoint_ns) and task_path == _PULL_START
 
 
-UNSAVED_AGENT = "__unsaved__"  # the agent of a run whose tasks were not saved (durability="exit")
+UNSAVED_AGENT: Final = "__unsaved__"  # the agent of a run whose tasks were not saved (durability="exit")
 
 
 def steps_unsaved(step: Any, parent_step: int | None, has_parent: bool) -> int:
@@ -400,7 +404,7 @@ def _message_id(message: Any) -> str | None:
     return found if isinstance(found, str) else None
 
 
-KNOWN = object()  # a message known to be in the channel, whose content the saver no longer keeps
+KNOWN: Final = object()  # a message known to be in the channel, whose content the saver no longer keeps
 
 
 def _same(message: Any, before: Any) -> bool:
@@ -431,7 +435,7 @@ def written_messages(writes: TaskWrites, found: Sequence[list[Any] | None] | Non
     return out
 
 
-_ID = operator.attrgetter("id")
+_ID: Final = operator.attrgetter("id")
 
 
 def held_message_ids(channel_values: Mapping[str, Any]) -> frozenset[str]:
@@ -482,10 +486,10 @@ def replayed_messages(history: Mapping[str, Any]) -> dict[str, Any]:
 
 # Types whose values are never messages nor message-like forms, by exact type (a subclass
 # of one, a str enum say, takes the checks below).
-_NOT_MESSAGES = frozenset({int, float, bool, type(None), bytes})
+_NOT_MESSAGES: Final = frozenset({int, float, bool, type(None), bytes})
 # A list whose first item is of one of these is not a list of messages (its first item is
 # not message-like: a str is a human turn only written alone to `messages`).
-_NOT_MESSAGE_ITEMS = _NOT_MESSAGES | {str}
+_NOT_MESSAGE_ITEMS: Final = _NOT_MESSAGES | {str}
 
 
 def _message_like(value: Any) -> bool:
@@ -498,7 +502,7 @@ def _message_like(value: Any) -> bool:
     return False
 
 
-_OPENAI_ROLES: dict[type, str] = {HumanMessage: "user", AIMessage: "assistant", ToolMessage: "tool", SystemMessage: "system"}
+_OPENAI_ROLES: Final[dict[type, str]] = {HumanMessage: "user", AIMessage: "assistant", ToolMessage: "tool", SystemMessage: "system"}
 
 
 def _openai_text_message(message: Any) -> dict[str, Any] | None:
@@ -570,7 +574,7 @@ def message_json(message: Any) -> Any:
 
 
 # The kind of each of LangChain's common message types but the AI's (which turns on its calls).
-_KIND_OF_TYPE: dict[type, str] = {HumanMessage: "human", ToolMessage: "observation", SystemMessage: "decision"}
+_KIND_OF_TYPE: Final[dict[type, str]] = {HumanMessage: "human", ToolMessage: "observation", SystemMessage: "decision"}
 
 
 def _message_kind(message: Any) -> str:

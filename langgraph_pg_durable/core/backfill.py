@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 
@@ -21,9 +21,9 @@ from .actions import NULL_TASK_ID, Action, agent_label, describe, is_update, hel
 from .arrays import Int4Array, TextArray
 from .runs import has_next_tasks, new_run_id
 
-_TASKS = "__pregel_tasks"
-_STARTS = ("input", "update", "fork")  # sources of a checkpoint that begins a run
-_EDITS = ("update", "fork")  # sources of a checkpoint update_state writes, outside any invocation
+_TASKS: Final = "__pregel_tasks"
+_STARTS: Final = ("input", "update", "fork")  # sources of a checkpoint that begins a run
+_EDITS: Final = ("update", "fork")  # sources of a checkpoint update_state writes, outside any invocation
 
 
 @dataclass(frozen=True)

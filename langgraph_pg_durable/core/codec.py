@@ -15,7 +15,7 @@ import operator
 import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import orjson
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -53,7 +53,7 @@ def load_json(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
-INLINE_MAX_CHARS = 256  # a str value up to this long is kept in the checkpoint row
+INLINE_MAX_CHARS: Final = 256  # a str value up to this long is kept in the checkpoint row
 
 
 def is_inline(value: Any) -> bool:
@@ -82,8 +82,8 @@ def decode_failure(type_: Any, exc: BaseException) -> str:
 
 # The scalars whose serialized form a Codec keeps, by (type, value) (`dump_inline`, `dump`):
 # not floats, since -0.0 == 0.0 (and hash alike) and they serialize apart; how many at most.
-_KEPT_SCALARS = frozenset({type(None), bool, int, str})
-KEPT_INLINE_FORMS = 256
+_KEPT_SCALARS: Final = frozenset({type(None), bool, int, str})
+KEPT_INLINE_FORMS: Final = 256
 
 
 class Codec:
@@ -265,11 +265,11 @@ def _item_errors(where: Where) -> Iterator[None]:
         ) from exc
 
 
-_TYPE = operator.itemgetter(0)
-_DATA = operator.itemgetter(1)
+_TYPE: Final = operator.itemgetter(0)
+_DATA: Final = operator.itemgetter(1)
 # Ends the frame of a batch decode; random per process, so no stored bytes can forge it.
-_SENTINEL_VALUE = os.urandom(16)
-_SENTINEL = b"\xc4\x10" + _SENTINEL_VALUE
+_SENTINEL_VALUE: Final = os.urandom(16)
+_SENTINEL: Final = b"\xc4\x10" + _SENTINEL_VALUE
 
 
 def _keep(forms: dict[tuple[type, Any], T], key: tuple[type, Any], form: T) -> T:
@@ -294,13 +294,13 @@ def _dump(serde: SerializerProtocol, value: Any, *, channel: str, where: Where) 
 
 # Postgres compresses a row's values only once the row passes ~2 KB (TOAST), and an item
 # has a row of its own: items from 1 KiB up are compressed here, when that saves a tenth.
-COMPRESS_MIN_BYTES = 1024
+COMPRESS_MIN_BYTES: Final = 1024
 # Appended to the serializer's type of a compressed item: the bytes are the item's size
 # (4 bytes, big-endian) then its zlib stream, so a read inflates exactly that much.
-COMPRESSED = "+zlibn"
-LEGACY_COMPRESSED = "+zlib"  # items written before the size was stored: the zlib stream alone
-MAX_ITEM_BYTES = MAX_INLINE_BYTES  # no item inflates past what a row could hold
-ZLIB_MAX_RATIO = 1032  # deflate's own bound: no stream inflates more than this
+COMPRESSED: Final = "+zlibn"
+LEGACY_COMPRESSED: Final = "+zlib"  # items written before the size was stored: the zlib stream alone
+MAX_ITEM_BYTES: Final = MAX_INLINE_BYTES  # no item inflates past what a row could hold
+ZLIB_MAX_RATIO: Final = 1032  # deflate's own bound: no stream inflates more than this
 
 
 def is_compressed(type_: object) -> bool:
@@ -313,7 +313,7 @@ def is_compressed(type_: object) -> bool:
 # to 52 us, against 4 this way; 48 k fewer instructions a step of a plain list of words).
 # Below 16 KiB the smaller tables find the same matches: the same size out, give or take
 # 0.2 % on text, JSON, msgpack and base64. The stream is plain zlib: any reader inflates it.
-SMALL_DEFLATE_BYTES = 16 << 10
+SMALL_DEFLATE_BYTES: Final = 16 << 10
 
 
 def _deflated(data: bytes) -> bytes:

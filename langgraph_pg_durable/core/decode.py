@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import struct
 from functools import partial
 from itertools import accumulate
-from typing import Any
+from typing import Any, Final
 
 import ormsgpack
 from langgraph.checkpoint.base import CheckpointTuple, PendingWrite, writes_sort_key
@@ -30,7 +30,7 @@ from .metadata import load_metadata, load_metadata_json
 from .offload import ObjectRef, RefColumns, references
 
 # Where Detail rows keep an offloaded value and its reference.
-DETAIL_REFS = RefColumns(Detail.VALUE, Detail.OBJECT_KEY, Detail.OBJECT_SHA256, Detail.OBJECT_SIZE)
+DETAIL_REFS: Final = RefColumns(Detail.VALUE, Detail.OBJECT_KEY, Detail.OBJECT_SHA256, Detail.OBJECT_SIZE)
 
 _C = CheckpointColumn
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ..errors import ConfigError, shown
 from ..sql.durability import SETTINGS
@@ -16,12 +16,12 @@ from ..sql.durability import DurabilityColumn as D
 
 # What a saver may ask its commits to wait for: at least the server's own WAL flush.
 # ("off" is refused: an option that makes commits less durable has no place here.)
-COMMIT_LEVELS = ("local", "remote_write", "on", "remote_apply")
+COMMIT_LEVELS: Final = ("local", "remote_write", "on", "remote_apply")
 # Levels under which a commit waits for the synchronous standbys (when any are named).
-WAITS_FOR_STANDBYS = ("remote_write", "on", "remote_apply")
-SYNC_STATES = ("sync", "quorum")
+WAITS_FOR_STANDBYS: Final = ("remote_write", "on", "remote_apply")
+SYNC_STATES: Final = ("sync", "quorum")
 
-_NUM_SYNC = re.compile(r"^\s*(?:(?:first|any)\s+)?(\d+)\s*\(", re.IGNORECASE)
+_NUM_SYNC: Final = re.compile(r"^\s*(?:(?:first|any)\s+)?(\d+)\s*\(", re.IGNORECASE)
 
 
 def check_synchronous_commit(value: Any) -> str | None:

@@ -14,16 +14,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ..errors import CheckpointIntegrityError, ConfigError, shown
 from ..sql.effects import EffectColumn as E
 from .keys import id_text
 
-_TASK_ID = "__pregel_task_id"  # langgraph._internal._constants.CONFIG_KEY_TASK_ID
-_CHECKPOINT_MAP = "checkpoint_map"  # CONFIG_KEY_CHECKPOINT_MAP
-_NS_SEP = "|"
-MAX_NAME = 200  # characters of a name or key: what a person reads in SQL, not a payload
+_TASK_ID: Final = "__pregel_task_id"  # langgraph._internal._constants.CONFIG_KEY_TASK_ID
+_CHECKPOINT_MAP: Final = "checkpoint_map"  # CONFIG_KEY_CHECKPOINT_MAP
+_NS_SEP: Final = "|"
+MAX_NAME: Final = 200  # characters of a name or key: what a person reads in SQL, not a payload
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def record_params(key: EffectKey, run_id: str | None, stored: tuple[str, bytes],
     return {**key.params(), "run_id": run_id or "", "type": type_, "value": value, "result": readable_json}
 
 
-TAKEN = ("", b"")  # what `stored_of` gives for find_effect's row of NULLs: the run lost the thread
+TAKEN: Final = ("", b"")  # what `stored_of` gives for find_effect's row of NULLs: the run lost the thread
 
 
 def stored_of(rows: Sequence[Sequence[Any]]) -> tuple[str, bytes] | None:

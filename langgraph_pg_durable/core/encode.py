@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import ormsgpack
 from langchain_core.runnables import RunnableConfig
@@ -26,7 +26,7 @@ from .runs import has_next_tasks
 from .actions import NULL_TASK_ID, TaskWrites, describe, run_status
 
 
-PACKED_WRITES_TYPE = "langgraph-pg-durable/writes-v1"  # one row holding several writes of a task
+PACKED_WRITES_TYPE: Final = "langgraph-pg-durable/writes-v1"  # one row holding several writes of a task
 
 
 def packable(task_id: str, writes: int, special: int, offloaded: int, item_writes: int) -> bool:
@@ -497,7 +497,7 @@ def _action_params(
     }
 
 
-_NO_REFS: Mapping[str, None] = {"object_keys": None, "object_shas": None, "object_sizes": None}
+_NO_REFS: Final[Mapping[str, None]] = {"object_keys": None, "object_shas": None, "object_sizes": None}
 
 
 def _ref_params(refs: Sequence[ObjectRef | None]) -> Mapping[str, Any]:

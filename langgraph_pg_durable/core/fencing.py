@@ -28,18 +28,18 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final
 
 from ..errors import ConfigError, ThreadBusyError, ThreadHeldError, ThreadTakenError, shown
 from ..sql.fencing import Holder
 
-POLICIES = ("takeover", "reject", "wait", "allow")
-DEFAULT_POLICY = "takeover"
-CONFIG_KEY = "lgpd_fencing"  # config["configurable"][CONFIG_KEY]: the policy of one call
-DEFAULT_WINDOW = timedelta(minutes=2)  # a holder that wrote within it, and is running, is live
-DEFAULT_WAIT = timedelta(minutes=5)  # how long `wait` waits for a live holder at most
-FIRST_PAUSE = 0.05  # seconds: `wait`'s first pause, doubled up to MAX_PAUSE
-MAX_PAUSE = 2.0
+POLICIES: Final = ("takeover", "reject", "wait", "allow")
+DEFAULT_POLICY: Final = "takeover"
+CONFIG_KEY: Final = "lgpd_fencing"  # config["configurable"][CONFIG_KEY]: the policy of one call
+DEFAULT_WINDOW: Final = timedelta(minutes=2)  # a holder that wrote within it, and is running, is live
+DEFAULT_WAIT: Final = timedelta(minutes=5)  # how long `wait` waits for a live holder at most
+FIRST_PAUSE: Final = 0.05  # seconds: `wait`'s first pause, doubled up to MAX_PAUSE
+MAX_PAUSE: Final = 2.0
 
 
 def check_policy(policy: Any, where: str = "fencing") -> str:

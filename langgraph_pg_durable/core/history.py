@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Collection, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
@@ -55,8 +55,8 @@ def _of_channel(decoded: Mapping[str, dict[Location, Any]], channel: str) -> Map
     return decoded.get(channel, {})
 
 
-_KEY_SEPARATOR = "\x1f"
-_KNOWN_COLUMNS = ("known_threads", "known_namespaces", "known_channels", "known_versions")
+_KEY_SEPARATOR: Final = "\x1f"
+_KNOWN_COLUMNS: Final = ("known_threads", "known_namespaces", "known_channels", "known_versions")
 
 
 def key_columns(groups: Collection[tuple[str, str, str, str]]) -> list[str] | None:
@@ -93,7 +93,7 @@ def _json_params(groups: Collection[tuple[str, str, str, str]]) -> dict[str, str
     return {**dict.fromkeys(_KNOWN_COLUMNS, ""), "known": dump_json(list(groups))}
 
 
-_PLACE = operator.itemgetter(Detail.IDX)
+_PLACE: Final = operator.itemgetter(Detail.IDX)
 
 
 def _first_page_of(rows: Sequence[Sequence[Any]]) -> list[CheckpointRow]:
@@ -103,12 +103,12 @@ def _first_page_of(rows: Sequence[Sequence[Any]]) -> list[CheckpointRow]:
     return [CheckpointRow.from_row(r, CHECKPOINT_IN_DETAIL) for r in page_rows]
 
 
-FIRST_PAGE = 8
+FIRST_PAGE: Final = 8
 # A metadata filter's first page: its matches are sparse, so each page scans many rows for
 # a few, and a walk that starts at 8 and grows scanned the thread again for the rest
 # (W3's 1 % filter: four statements, two pages of two, for ten checkpoints).
-FILTERED_FIRST_PAGE = 64
-LARGEST_PAGE = 256
+FILTERED_FIRST_PAGE: Final = 64
+LARGEST_PAGE: Final = 256
 
 
 class HistoryScan:

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from typing import Any
+from typing import Any, Final
 
-WORD = struct.calcsize("P")  # bytes of an address
+WORD: Final = struct.calcsize("P")  # bytes of an address
 
 
 def _matches(array: int | None, probe: tuple[Any, ...] | list[Any]) -> bool:

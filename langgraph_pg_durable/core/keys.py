@@ -7,7 +7,7 @@ import random
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from langchain_core.runnables import RunnableConfig
 
@@ -117,9 +117,9 @@ def before_checkpoint_id(before: RunnableConfig) -> str:
 
 # LangGraph's config key (in `configurable`) mapping each namespace a subgraph's call runs
 # under to the checkpoint id its graph is at.
-CHECKPOINT_MAP = "checkpoint_map"
-LEGACY_VERSION_DIGITS = 20  # versions before 0.2: 20 decimal digits, a dot, 16 hex digits
-VERSION_DIGITS = 8  # hex digits of the version number: 4 billion versions of a channel
+CHECKPOINT_MAP: Final = "checkpoint_map"
+LEGACY_VERSION_DIGITS: Final = 20  # versions before 0.2: 20 decimal digits, a dot, 16 hex digits
+VERSION_DIGITS: Final = 8  # hex digits of the version number: 4 billion versions of a channel
 
 
 def next_version(current: str | int | float | None) -> str:

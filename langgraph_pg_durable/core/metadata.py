@@ -8,7 +8,7 @@ import math
 import re
 from collections import ChainMap
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import EXCLUDED_METADATA_KEYS, CheckpointMetadata
@@ -17,7 +17,7 @@ from ..errors import ConfigError, shown
 from .codec import Codec, dump_json, load_json
 
 # Our marker for a metadata value kept in `metadata_exact`: "<serde type>:<payload>".
-_EXACT_SEPARATOR = b":"
+_EXACT_SEPARATOR: Final = b":"
 
 
 def unchained(mapping: Any) -> Any:
@@ -51,7 +51,7 @@ def merge_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> dict
     return merged
 
 
-MAX_METADATA_DEPTH = 64  # levels of nesting in metadata and filters
+MAX_METADATA_DEPTH: Final = 64  # levels of nesting in metadata and filters
 
 
 class _TooDeep(Exception):
@@ -201,7 +201,7 @@ def _lossy(value: Any) -> bool:
 
 # An integer literal orjson would read as a float (past 64 bits); a digit run inside a string
 # matches too, which only costs the slower exact parse.
-_LONG_INTEGER = re.compile(r"\d{20,}")
+_LONG_INTEGER: Final = re.compile(r"\d{20,}")
 
 
 def load_metadata_json(text: str | None) -> Any:

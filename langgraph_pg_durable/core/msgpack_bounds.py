@@ -11,19 +11,21 @@ bytes than there are. It reads headers only, and is needed only with those relea
 
 from __future__ import annotations
 
+from typing import Final
+
 import ormsgpack
 
-_VERSION = tuple(int(part) for part in ormsgpack.__version__.split(".")[:2] if part.isdigit())
-NEEDED = _VERSION < (1, 13)
+_VERSION: Final = tuple(int(part) for part in ormsgpack.__version__.split(".")[:2] if part.isdigit())
+NEEDED: Final = _VERSION < (1, 13)
 
 # Headers of a fixed size: nil, false, true, floats, unsigned and signed ints.
-_FIXED = {0xC0: 1, 0xC2: 1, 0xC3: 1, 0xCA: 5, 0xCB: 9, 0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9, 0xD0: 2, 0xD1: 3, 0xD2: 5, 0xD3: 9}
-_SIZED = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}  # bin and str: the width of their length
-_EXT = {0xC7: 1, 0xC8: 2, 0xC9: 4}  # ext 8/16/32: the width of their length
-_ARRAY = {0xDC: 2, 0xDD: 4}
-_MAP = {0xDE: 2, 0xDF: 4}
-_MSGPACK_EXTS = range(0, 7)  # LangGraph's extension codes: their payload is msgpack too
-_MAX_DEPTH = 32
+_FIXED: Final = {0xC0: 1, 0xC2: 1, 0xC3: 1, 0xCA: 5, 0xCB: 9, 0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9, 0xD0: 2, 0xD1: 3, 0xD2: 5, 0xD3: 9}
+_SIZED: Final = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}  # bin and str: the width of their length
+_EXT: Final = {0xC7: 1, 0xC8: 2, 0xC9: 4}  # ext 8/16/32: the width of their length
+_ARRAY: Final = {0xDC: 2, 0xDD: 4}
+_MAP: Final = {0xDE: 2, 0xDF: 4}
+_MSGPACK_EXTS: Final = range(0, 7)  # LangGraph's extension codes: their payload is msgpack too
+_MAX_DEPTH: Final = 32
 
 
 def check_lengths(data: bytes, depth: int = 0) -> None:

@@ -13,14 +13,14 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from ..errors import ConfigError, ObjectIntegrityError, SerializationError, Where, named, shown
 
-DEFAULT_THRESHOLD = 1 << 20  # 1 MiB
+DEFAULT_THRESHOLD: Final = 1 << 20  # 1 MiB
 # Without an object store a value stays inline; PostgreSQL caps a field (and the bytea[]
 # array a put sends) at 1 GB, and reading one back needs as much again in one piece.
-MAX_INLINE_BYTES = 256 << 20
+MAX_INLINE_BYTES: Final = 256 << 20
 
 
 @dataclass(slots=True)  # made per item or list row read or written: not frozen (see core.plan.Query)
@@ -87,8 +87,8 @@ class Placement:
         return data, None
 
 
-_PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9_.-]+")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
+_PREFIX_SEGMENT: Final = re.compile(r"[A-Za-z0-9_.-]+")
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
 
 
 def validate_prefix(prefix: object) -> str:

@@ -15,25 +15,34 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from .arrays import ByteaArray, Int4Array, Int8Array, TextArray
 
-TEXT_FORMAT, BINARY_FORMAT = 0, 1
+TEXT_FORMAT: Final = 0
+BINARY_FORMAT: Final = 1
 
 # PostgreSQL's built-in type oids (fixed by the server's catalog, pg_type.dat).
-UNKNOWN_OID, BOOL_OID, BYTEA_OID, INT8_OID, INT2_OID, INT4_OID, TEXT_OID = 0, 16, 17, 20, 21, 23, 25
-ARRAY_OIDS = {TEXT_OID: 1009, BYTEA_OID: 1001, INT4_OID: 1007, INT8_OID: 1016}
+UNKNOWN_OID: Final = 0
+BOOL_OID: Final = 16
+BYTEA_OID: Final = 17
+INT8_OID: Final = 20
+INT2_OID: Final = 21
+INT4_OID: Final = 23
+TEXT_OID: Final = 25
+ARRAY_OIDS: Final = {TEXT_OID: 1009, BYTEA_OID: 1001, INT4_OID: 1007, INT8_OID: 1016}
 # The element type of each typed array.
-ELEMENT_OIDS: dict[type, int] = {TextArray: TEXT_OID, ByteaArray: BYTEA_OID, Int4Array: INT4_OID, Int8Array: INT8_OID}
+ELEMENT_OIDS: Final[dict[type, int]] = {TextArray: TEXT_OID, ByteaArray: BYTEA_OID, Int4Array: INT4_OID, Int8Array: INT8_OID}
 
-_INT2, _INT4, _INT8 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!q")
-_LENGTH = struct.Struct("!i")
-_NULL = _LENGTH.pack(-1)
-_HEAD = struct.Struct("!iiiii")  # dimensions, has nulls, element oid, length, lower bound
-_EMPTY = struct.Struct("!iii")  # dimensions (0), has nulls, element oid
-_INT4_FIELD = struct.Struct("!ii")  # length (4), value
-_INT8_FIELD = struct.Struct("!iq")  # length (8), value
+_INT2: Final = struct.Struct("!h")
+_INT4: Final = struct.Struct("!i")
+_INT8: Final = struct.Struct("!q")
+_LENGTH: Final = struct.Struct("!i")
+_NULL: Final = _LENGTH.pack(-1)
+_HEAD: Final = struct.Struct("!iiiii")  # dimensions, has nulls, element oid, length, lower bound
+_EMPTY: Final = struct.Struct("!iii")  # dimensions (0), has nulls, element oid
+_INT4_FIELD: Final = struct.Struct("!ii")  # length (4), value
+_INT8_FIELD: Final = struct.Struct("!iq")  # length (8), value
 
 
 def _field(element_oid: int, element: Any, encoding: str) -> bytes:

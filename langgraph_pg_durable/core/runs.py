@@ -15,15 +15,15 @@ import os
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
-RUN_STATUSES = ("running", "done", "interrupted", "error")
-_RUNTIME_KEY = "__pregel_runtime"  # langgraph._internal._constants.CONFIG_KEY_RUNTIME
-_TASKS = "__pregel_tasks"  # the channel of pending Sends
-_START = "__start__"
-_INTERRUPT = "__interrupt__"
-_JOIN = "join:"
-_BRANCH = "branch:to:"
+RUN_STATUSES: Final = ("running", "done", "interrupted", "error")
+_RUNTIME_KEY: Final = "__pregel_runtime"  # langgraph._internal._constants.CONFIG_KEY_RUNTIME
+_TASKS: Final = "__pregel_tasks"  # the channel of pending Sends
+_START: Final = "__start__"
+_INTERRUPT: Final = "__interrupt__"
+_JOIN: Final = "join:"
+_BRANCH: Final = "branch:to:"
 
 
 def new_run_id(at: datetime.datetime | None = None) -> str:

@@ -26,7 +26,7 @@ import enum
 import re
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 import ormsgpack
 from langgraph.checkpoint.serde import _msgpack as lg_msgpack
@@ -35,9 +35,15 @@ TypeKey = tuple[str, ...]
 
 # LangGraph's msgpack ext codes (langgraph.checkpoint.serde.jsonplus): the constructor codes
 # store (module, name, payload[, method]); a method code calls `module.name.method(arg)`.
-EXT_CONSTRUCTOR_SINGLE_ARG, EXT_CONSTRUCTOR_POS_ARGS, EXT_CONSTRUCTOR_KW_ARGS = 0, 1, 2
-EXT_METHOD_SINGLE_ARG, EXT_PYDANTIC_V1, EXT_PYDANTIC_V2 = 3, 4, 5
-_CONSTRUCTORS = frozenset({EXT_CONSTRUCTOR_SINGLE_ARG, EXT_CONSTRUCTOR_POS_ARGS, EXT_CONSTRUCTOR_KW_ARGS, EXT_PYDANTIC_V1, EXT_PYDANTIC_V2})
+EXT_CONSTRUCTOR_SINGLE_ARG: Final = 0
+EXT_CONSTRUCTOR_POS_ARGS: Final = 1
+EXT_CONSTRUCTOR_KW_ARGS: Final = 2
+EXT_METHOD_SINGLE_ARG: Final = 3
+EXT_PYDANTIC_V1: Final = 4
+EXT_PYDANTIC_V2: Final = 5
+_CONSTRUCTORS: Final = frozenset(
+    {EXT_CONSTRUCTOR_SINGLE_ARG, EXT_CONSTRUCTOR_POS_ARGS, EXT_CONSTRUCTOR_KW_ARGS, EXT_PYDANTIC_V1, EXT_PYDANTIC_V2}
+)
 # The bytes that start a msgpack ext (fixext 1-16, ext 8/16/32): a value without any of them
 # names no class, and its write needs no scan. Not `head in data`: `bytes.__contains__` tries
 # its argument as an int first, and formats and drops a TypeError (~2,000 instructions a
@@ -45,9 +51,9 @@ _CONSTRUCTORS = frozenset({EXT_CONSTRUCTOR_SINGLE_ARG, EXT_CONSTRUCTOR_POS_ARGS,
 # the regex engine's pass is ~70x slower than, stopping at the first found: the heads of
 # the extensions a message's payload takes (ext 16, ext 8) first, as a value naming a class
 # most often starts with one (a write's list of one message, at its second byte).
-_EXT_HEADS = tuple(bytes([b]) for b in (0xC8, 0xC7, 0xC9, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8))
-_EXT_HEAD = re.compile(rb"[\xc7-\xc9\xd4-\xd8]")
-_SHORT = 256
+_EXT_HEADS: Final = tuple(bytes([b]) for b in (0xC8, 0xC7, 0xC9, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8))
+_EXT_HEAD: Final = re.compile(rb"[\xc7-\xc9\xd4-\xd8]")
+_SHORT: Final = 256
 
 
 def _names_no_class(data: bytes) -> bool:
