@@ -126,7 +126,7 @@ class ServerMeter:
 def run(bench: Bench, steps: int, reps: int) -> dict[str, Any]:
     """Every workload in both styles on every saver, `reps` alternating rounds; medians.
     Then each saver's client instructions on each workload and style (`instructions`: one
-    count each, the same to a few percent from run to run), unless this machine cannot
+    count each, with one hash seed: the same to ~0.2 % from run to run), unless this machine cannot
     count them."""
     with ServerMeter(bench.server.dsn) as meter, ExitStack() as stack:
         savers = {kind: stack.enter_context(bench.saver(kind)) for kind in SAVERS}

@@ -12,6 +12,15 @@ saver 658 k and 641 k a step, ours 793 k and 802 k). It leaves out the
 kernel's work (socket I/O: a Postgres saver's system calls) and what an instruction costs
 (cache misses), so it is a count of the client's work, not of its time; both are reported.
 
+Every counted process hashes strings with the same seed (`HASH_SEED`). With Python's random
+seed per process, dict and set lookups probe in another order in each process, and a
+saver's count above InMemorySaver's (three processes, one seed each) moved by ~3 % between
+runs of the same code (the chat in a `DeltaChannel`, two runs: the official saver 623 k and
+644 k a step); with one seed for all, by ~0.2 % (the official saver 633.2 k and 634.5 k,
+ours 633.3 k and 633.7 k). Under each of four seeds, 0 to 3, our count over the official
+saver's was 0.996 to 1.000: the ratio hardly depends on which seed, only on both savers
+having the same one.
+
 A count runs the saver in a child process under callgrind with its instrumentation off:
 for each workload, a short run on a new thread first (the prepared statements and the
 server's plans of a saver on steady traffic, as `decomposition.run_once` measures CPU on a
@@ -39,6 +48,7 @@ from .env import SaverSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 COUNTED_OUT = "callgrind.out"  # the child's callgrind output; each dump adds ".<n>"
+HASH_SEED = "0"  # PYTHONHASHSEED of every counted process (see the module)
 
 
 def missing() -> str | None:
@@ -61,7 +71,9 @@ def counted(command: Sequence[str], directory: Path, parts: int, *, env: dict[st
     """Run `command` under callgrind (instrumentation off at start, its output
     `directory`/COUNTED_OUT) and count the instructions of each of its `parts` parts: what
     it executes between `handshake(directory, f"start{i}")` and `handshake(directory,
-    f"stop{i}")`, every thread. Raises SystemExit with the child's output if it fails."""
+    f"stop{i}")`, every thread, its strings hashed with `HASH_SEED`. Raises SystemExit with
+    the child's output if it fails."""
+    env = {**(os.environ if env is None else env), "PYTHONHASHSEED": HASH_SEED}
     log = directory / "child.log"
     valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={directory / COUNTED_OUT}"]
     counts: list[int] = []

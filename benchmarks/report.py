@@ -572,9 +572,10 @@ def _cost(c: dict[str, Any]) -> list[str]:
         f"not counted: {missing}"
         if missing
         else "the user-space instructions of one more run of each saver on each workload and style, on a new thread "
-        "after a short run, under valgrind's callgrind (every thread of the process; `benchmarks/instructions.py`), less "
-        "InMemorySaver's, per step: the client's work, the same to a few percent from run to run where its CPU time here "
-        "moves by a fifth and more; it leaves out the kernel's (the socket I/O) and what an instruction costs"
+        "after a short run, under valgrind's callgrind (every thread of the process, its strings hashed with one fixed "
+        "seed for every saver; `benchmarks/instructions.py`), less InMemorySaver's, per step: the client's work, the "
+        "same to ~0.2 % from run to run where its CPU time here moves by a fifth and more; it leaves out the kernel's "
+        "(the socket I/O) and what an instruction costs"
     )
     return [
         f"## Cost of a step, decomposed: {c['steps']} super-steps, medians of {c['reps']} alternating rounds",

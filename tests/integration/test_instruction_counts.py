@@ -4,6 +4,7 @@ each part of a counted process is counted on its own, between its handshakes."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -45,3 +46,31 @@ def test_each_part_is_counted_alone(tmp_path: Path) -> None:
     # it: counted with the first part's count or with what ran outside its handshakes, it
     # would come to three times the first or more.
     assert 1.8 < second / first < 2.2, (first, second)
+
+
+# Writes the hash of a string, as the process saw it, beside its one counted part.
+HASHING_CHILD = """
+import sys
+from pathlib import Path
+from benchmarks.instructions import handshake
+directory = Path(sys.argv[1])
+handshake(directory, "start0")
+(directory / "hash").write_text(str(hash("langgraph-pg-durable")))
+handshake(directory, "stop0")
+"""
+
+
+def test_every_counted_process_hashes_with_the_same_seed(tmp_path: Path) -> None:
+    # A caller's own seed ("random": a new one per process) does not reach the counted
+    # process: dict and set probes then go alike in every count, whichever saver it runs.
+    seen = []
+    for run in range(2):
+        directory = tmp_path / str(run)
+        directory.mkdir()
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "random"}
+        instructions.counted([sys.executable, "-c", HASHING_CHILD, str(directory)], directory, 1, env=env)
+        seen.append((directory / "hash").read_text())
+    assert seen[0] == seen[1]
+    seeded = {**os.environ, "PYTHONHASHSEED": instructions.HASH_SEED}
+    command = [sys.executable, "-c", "print(hash('langgraph-pg-durable'))"]
+    assert seen[0] == subprocess.run(command, capture_output=True, text=True, check=True, env=seeded).stdout.strip()
