@@ -44,6 +44,9 @@ _RESUME: Final = "__resume__"
 _TASKS: Final = "__pregel_tasks"
 _BRANCH: Final = "branch:to:"
 _BRANCH_CHARS: Final = len(_BRANCH)
+# LangGraph's fixed write indexes of its special channels (`__error__` -1, ...), held as a
+# constant of this module: compiled, an imported name is a dict lookup at every use.
+SPECIAL_WRITE_IDX: Final[dict[str, int]] = WRITES_IDX_MAP
 _INTERNAL: Final = frozenset({"__no_writes__"})  # LangGraph's marker of a task that wrote nothing
 _PULL: Final = "~__pregel_pull, "
 _PUSH: Final = "~__pregel_push, "
@@ -301,7 +304,7 @@ def describe(
         payload["state"] = state
     if repeated:
         payload["repeated"] = repeated
-    idx = WRITES_IDX_MAP.get(writes[0][0], 0) if writes else 0
+    idx = SPECIAL_WRITE_IDX.get(writes[0][0], 0) if writes else 0
     if encrypted:
         payload = {MARKER: "encrypted"}
     return Action(agent, action_type, dump_json(payload), idx)

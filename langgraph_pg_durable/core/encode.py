@@ -12,18 +12,18 @@ from typing import Any, Final
 
 import ormsgpack
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import WRITES_IDX_MAP, ChannelVersions, CheckpointMetadata
+from langgraph.checkpoint.base import ChannelVersions, CheckpointMetadata
 
 from ..errors import ConfigError, SerializationError, Where, caused, named, shown
 from . import lists as list_layout
 from .arrays import ByteaArray, Int4Array, Int8Array, TextArray
 from .codec import Codec, dump_json
-from .keys import CheckpointKey, id_text, parse_config, require_text, version_text
+from .keys import CheckpointKey, id_text, is_mapping, parse_config, require_text, version_text
 from .lists import ItemRow, ListBases, ListPolicy, ListState
 from .metadata import dump_metadata, merge_metadata
 from .offload import ObjectRef, Placement, Upload
 from .runs import has_next_tasks
-from .actions import NULL_TASK_ID, TaskWrites, describe, run_status
+from .actions import NULL_TASK_ID, SPECIAL_WRITE_IDX, TaskWrites, describe, run_status
 
 
 PACKED_WRITES_TYPE: Final = "langgraph-pg-durable/writes-v1"  # one row holding several writes of a task
@@ -106,13 +106,12 @@ def put_params(
     `run_id` is the run the saver assigned; a `run_id` in the metadata wins over it.
     `key`: the config's, when the caller parsed it already."""
     key = parse_config(config) if key is None else key
-    # (dict, Mapping): a dict passes at the first, without ABCMeta's __instancecheck__, a call
-    # of its own (a step made twenty such checks).
-    for field, kind in (("id", str), ("channel_values", (dict, Mapping)), ("channel_versions", (dict, Mapping))):
-        if not isinstance(checkpoint, (dict, Mapping)) or not isinstance(checkpoint.get(field), kind):
+    for field in ("id", "channel_values", "channel_versions"):
+        value = checkpoint.get(field) if is_mapping(checkpoint) else None
+        if not (isinstance(value, str) if field == "id" else is_mapping(value)):
             raise ConfigError(
                 f"put on thread {shown(key.thread_id)}: the checkpoint has no {field!r} "
-                f"({'a string' if kind is str else 'a mapping'}); pass the checkpoint LangGraph built"
+                f"({'a string' if field == 'id' else 'a mapping'}); pass the checkpoint LangGraph built"
             )
     checkpoint_id = require_text(checkpoint["id"], "checkpoint id")
     where = functools.partial(_checkpoint_named, key.thread_id, checkpoint_id)
@@ -365,7 +364,7 @@ def put_writes_params(
     offers: list[tuple[str, list[tuple[bytes, list_layout.Location]], list[list_layout.OfferedObject]]] = []
     special = 0  # writes to LangGraph's special channels (__error__, __interrupt__, ...)
     for i, (channel, value) in enumerate(writes):
-        special_idx = WRITES_IDX_MAP.get(channel)
+        special_idx = SPECIAL_WRITE_IDX.get(channel)
         if special_idx is not None:
             special += 1
         idx.append(i if special_idx is None else special_idx)
@@ -444,7 +443,7 @@ def write_bases(bases: ListBases | None, lists: ListPolicy, key: CheckpointKey, 
     Empty, as a rule (one lookup for the task's writes, not one a write)."""
     if bases is None or lists.snapshot_every <= 1 or not writes:
         return {}
-    channels = [channel for channel, _ in writes if isinstance(channel, str) and channel not in WRITES_IDX_MAP]
+    channels = [channel for channel, _ in writes if isinstance(channel, str) and channel not in SPECIAL_WRITE_IDX]
     return bases.bases_of(key.thread_id, key.checkpoint_ns, key.checkpoint_id, channels) if channels else {}
 
 

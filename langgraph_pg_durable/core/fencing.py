@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from ..errors import ConfigError, ThreadBusyError, ThreadHeldError, ThreadTakenError, shown
 from ..sql.fencing import Holder
+from .keys import is_mapping
 
 POLICIES: Final = ("takeover", "reject", "wait", "allow")
 DEFAULT_POLICY: Final = "takeover"
@@ -59,7 +60,7 @@ def check_duration(value: Any, name: str) -> timedelta:
 def policy_of(config: Mapping[str, Any], default: str) -> str:
     """The policy of a call: its config's override, else the saver's."""
     configurable = config.get("configurable")
-    given = configurable.get(CONFIG_KEY) if isinstance(configurable, (dict, Mapping)) else None  # (a dict without ABCMeta's check)
+    given = configurable.get(CONFIG_KEY) if is_mapping(configurable) else None
     return default if given is None else check_policy(given, f"config['configurable'][{CONFIG_KEY!r}]")
 
 

@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .keys import is_mapping
+
 RUN_STATUSES: Final = ("running", "done", "interrupted", "error")
 _RUNTIME_KEY: Final = "__pregel_runtime"  # langgraph._internal._constants.CONFIG_KEY_RUNTIME
 _TASKS: Final = "__pregel_tasks"  # the channel of pending Sends
@@ -44,7 +46,7 @@ def invocation_of(config: Mapping[str, Any]) -> object | None:
     call and passed unchanged to every subgraph the call runs, so it names the call.
     """
     configurable = config.get("configurable")
-    runtime = configurable.get(_RUNTIME_KEY) if type(configurable) is dict or isinstance(configurable, Mapping) else None
+    runtime = configurable.get(_RUNTIME_KEY) if is_mapping(configurable) else None
     if runtime is None:
         return None
     control = getattr(runtime, "control", None)
@@ -73,7 +75,7 @@ def has_next_tasks(checkpoint: Mapping[str, Any]) -> bool:
     versions = checkpoint.get("channel_versions") or {}
     seen = checkpoint.get("versions_seen") or {}
     for node, node_seen in seen.items():
-        if node == _INTERRUPT or not isinstance(node_seen, (dict, Mapping)):  # (a dict without ABCMeta's check)
+        if node == _INTERRUPT or not is_mapping(node_seen):
             continue
         for channel, version in node_seen.items():
             if channel in values and _holds_trigger(channel, values[channel]) and _newer(versions.get(channel), version):

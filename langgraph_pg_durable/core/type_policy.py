@@ -54,6 +54,13 @@ _CONSTRUCTORS: Final = frozenset(
 _EXT_HEADS: Final = tuple(bytes([b]) for b in (0xC8, 0xC7, 0xC9, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8))
 _EXT_HEAD: Final = re.compile(rb"[\xc7-\xc9\xd4-\xd8]")
 _SHORT: Final = 256
+# What a write's check uses at every extension it meets, held as constants of the module:
+# compiled, a name imported from a module mypyc does not compile (or an attribute of one)
+# is looked up in a dict at every use.
+_SAFE_TYPES: Final[frozenset[tuple[str, ...]]] = lg_msgpack.SAFE_MSGPACK_TYPES
+_SAFE_METHODS: Final[frozenset[tuple[str, str, str]]] = lg_msgpack.SAFE_MSGPACK_METHODS
+_UNPACKB: Final = ormsgpack.unpackb
+_NON_STR_KEYS: Final = ormsgpack.OPT_NON_STR_KEYS
 
 
 def _names_no_class(data: bytes) -> bool:
@@ -118,7 +125,7 @@ class TypePolicy:
 
     def refusal(self, key: TypeKey) -> str | None:
         """Why a value naming `key` is not rebuilt, or None."""
-        if key in self._seen or key in self.allowed or key in lg_msgpack.SAFE_MSGPACK_TYPES:
+        if key in self._seen or key in self.allowed or key in _SAFE_TYPES:
             return None
         if len(key) != 2:
             return f"{'.'.join(map(str, key))} is not a (module, name) pair"
@@ -138,18 +145,18 @@ def refused_names(data: bytes, policy: TypePolicy) -> list[tuple[str, str]]:
     refused: list[tuple[str, str]] = []
 
     def hook(code: int, payload: bytes) -> Any:
-        inner = ormsgpack.unpackb(payload, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
+        inner = _UNPACKB(payload, ext_hook=hook, option=_NON_STR_KEYS)
         if code in _CONSTRUCTORS and isinstance(inner, (list, tuple)) and len(inner) >= 2:
             key = (inner[0], inner[1])
             reason = policy.refusal(key)
             if reason is not None:
                 refused.append((f"{inner[0]}.{inner[1]}", reason))
         elif code == EXT_METHOD_SINGLE_ARG and isinstance(inner, (list, tuple)) and len(inner) >= 4:
-            if (inner[0], inner[1], inner[3]) not in lg_msgpack.SAFE_MSGPACK_METHODS:
+            if (inner[0], inner[1], inner[3]) not in _SAFE_METHODS:
                 refused.append((f"{inner[0]}.{inner[1]}.{inner[3]}", "a method call outside LangGraph's allowlist"))
         return None
 
-    ormsgpack.unpackb(data, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
+    _UNPACKB(data, ext_hook=hook, option=_NON_STR_KEYS)
     return refused
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import string
+
 import uuid
 
 import pytest
@@ -160,6 +163,14 @@ def test_the_first_version_is_one() -> None:
     first = next_version(None)
     assert _head(first) == "00000001"
     assert len(_head(first)) == VERSION_DIGITS
+
+
+def test_the_tail_is_64_random_bits_in_base64url() -> None:
+    tails = [next_version("0000002a.x").split(".", 1)[1] for _ in range(2000)]
+    assert all(len(tail) == 11 and set(tail) <= set(string.ascii_letters + string.digits + "-_") for tail in tails)
+    assert all(len(base64.urlsafe_b64decode(tail + "=")) == 8 for tail in tails)
+    assert len(set(tails)) == len(tails)
+    assert {"-", "_"} <= set("".join(tails))  # the url-safe characters, not + and /
 
 
 @pytest.mark.parametrize("current", [None, "00000001.x", "0000000f.abc", "000000ff.zz", "7fffffff.a", "fffffffd.q"])
