@@ -106,8 +106,9 @@ def put_params(
     `run_id` is the run the saver assigned; a `run_id` in the metadata wins over it.
     `key`: the config's, when the caller parsed it already."""
     key = parse_config(config) if key is None else key
+    readable = is_mapping(checkpoint)
     for field in ("id", "channel_values", "channel_versions"):
-        value = checkpoint.get(field) if is_mapping(checkpoint) else None
+        value = checkpoint.get(field) if readable else None
         if not (isinstance(value, str) if field == "id" else is_mapping(value)):
             raise ConfigError(
                 f"put on thread {shown(key.thread_id)}: the checkpoint has no {field!r} "

@@ -75,8 +75,8 @@ def is_mapping(value: object) -> TypeGuard[Mapping[Any, Any]]:
 def parse_config(config: Any, *, need_checkpoint_id: bool = False) -> CheckpointKey:
     """The checkpoint a config (a RunnableConfig, as a rule) points at; names any missing
     or unusable key. Any value is taken and checked (a compiled core checks annotations)."""
-    configurable: Any = (config or {}).get("configurable") if type(config) is dict or isinstance(config, Mapping) else None
-    if type(configurable) is not dict and not isinstance(configurable, Mapping):
+    configurable: Any = (config or {}).get("configurable") if is_mapping(config) else None
+    if not is_mapping(configurable):
         raise ConfigError("config['configurable'] is missing: pass {'configurable': {'thread_id': ...}}")
     thread_id = configurable.get("thread_id")
     if thread_id is None or thread_id == "":
