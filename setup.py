@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
@@ -75,6 +75,12 @@ def _extensions() -> list:
     # (The group's shared library goes in the package, as langgraph_pg_durable/core__mypyc.)
     options = ["--config-file=", "--ignore-missing-imports", "--follow-imports=silent"]
     extensions = mypycify([*options, *paths], opt_level="3", group_name="langgraph_pg_durable.core")
+    # And one module written in C: a list's items compared by identity without touching
+    # them (core/_heads.c, used by core/identity.py), which no Python code can do. Its
+    # source's digest is built in (SOURCE_SHA256), for a test to catch a stale build.
+    heads = f"{CORE}/_heads.c"
+    digest = f'"{_digest(ROOT / heads)}"'
+    extensions.append(Extension("langgraph_pg_durable.core._heads", [heads], define_macros=[("SOURCE_SHA256", digest)]))
     for extension in extensions:
         extension.optional = True  # no compiler: a warning, and the pure modules
     MANIFEST.write_text(json.dumps({"modules": modules}, indent=1) + "\n")

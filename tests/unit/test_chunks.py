@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import operator
 import struct
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -115,6 +118,10 @@ def test_same_head_is_identity_item_for_item(size: int, forks: int, change: str,
     expected = all(map(operator.is_, value, seq))
     assert seq.same_head(value) is expected
     assert seq.same_head(tuple(value)) is expected  # not a list: item by item
+    if identity.SAME_ITEMS is not None:  # and through the slices the build without _heads reads
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(identity, "SAME_ITEMS", None)
+            assert seq.same_head(value) is expected
 
 
 def test_same_head_without_the_pointer_layout_answers_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,6 +131,7 @@ def test_same_head_without_the_pointer_layout_answers_the_same(monkeypatch: pyte
     changed[CHUNK + 1] = _equal_copy(changed[CHUNK + 1])
     fast = (seq.same_head([*items, "x"]), seq.same_head(changed))
     monkeypatch.setattr(identity, "FAST", False)
+    monkeypatch.setattr(identity, "SAME_ITEMS", None)
     assert (seq.same_head([*items, "x"]), seq.same_head(changed)) == fast == (True, False)
 
 
@@ -134,3 +142,38 @@ def test_this_interpreter_reads_pointer_arrays() -> None:
     items = (object(), object())
     assert identity.pointers(items) == identity.own_list_pointers(list(items)) == struct.pack("2P", *map(id, items))
     assert identity.own_list_pointers([]) == b""
+
+
+@pytest.fixture
+def heads() -> Any:
+    return pytest.importorskip("langgraph_pg_durable.core._heads", reason="the build did not compile core/_heads.c")
+
+
+def test_same_items_compares_addresses_within_bounds(heads: Any) -> None:
+    """`_heads.same_items(value, start, mine, count)`: value[start:start + count] against
+    mine[:count] by identity; a range past either end is not the same (no read past an
+    array); an empty range is; anything but a list or tuple is a TypeError."""
+    items = [object() for _ in range(5)]
+    mine = tuple(items)
+    assert heads.same_items(items, 0, mine, 5) and heads.same_items(items, 2, mine[2:], 3) and heads.same_items(items, 1, items[1:], 2)
+    assert not heads.same_items(items, 1, mine, 4)  # shifted by one
+    assert not heads.same_items(items, 0, mine, 6) and not heads.same_items(items, 3, mine, 3)  # past an end
+    assert not heads.same_items(items, -1, mine, 1) and not heads.same_items(items, 0, mine, -1)
+    assert heads.same_items([], 0, (), 0) and heads.same_items(items, 5, (), 0)
+    copy = [*items]
+    copy[3] = object()
+    assert not heads.same_items(copy, 0, mine, 5) and heads.same_items(copy, 0, mine, 3)
+    with pytest.raises(TypeError, match="not str"):
+        heads.same_items(items, 0, "abc", 1)
+    with pytest.raises(TypeError):
+        heads.same_items(items, 0, mine)
+
+
+def test_the_compiled_same_items_is_built_from_its_source(heads: Any) -> None:
+    """The build writes the digest of core/_heads.c into the module: an edited C source in a
+    checkout that was not built again fails here rather than running the old code."""
+    source = Path(identity.__file__).with_name("_heads.c")
+    if not source.exists():
+        pytest.skip("an install without the C source")
+    assert heads.SOURCE_SHA256 == hashlib.sha256(source.read_bytes()).hexdigest()
+    assert identity.SAME_ITEMS is heads.same_items

@@ -118,3 +118,6 @@ def test_this_install_runs_the_core_compiled_when_ci_requires_it() -> None:
     for name in built:
         importlib.import_module(name)
     assert compiled.running_compiled() == built
+    from langgraph_pg_durable.core import identity
+
+    assert identity.SAME_ITEMS is not None, "core/_heads.c did not build"
