@@ -172,6 +172,17 @@ def _run_of_items(q: str, key: str, run: str) -> str:
           AND i.idx >= {run} * {RUN_ITEMS} AND i.idx < ({run} + 1) * {RUN_ITEMS}"""
 
 
+def _value_probe(q: str) -> str:
+    """The channel_values row of key `k` (channel, version) of the thread's lane: a subquery
+    for a CROSS JOIN LATERAL, one primary-key probe whatever the plan (OFFSET 0 keeps it
+    apart, as its own subplan). Every column (`*`): the CTE around it names the ones it
+    keeps, and the statement stays within psycopg's 4 KiB parse cache."""
+    return f"""SELECT * FROM {q}.channel_values v
+        WHERE v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
+          AND v.channel = k.channel AND v.version = k.version
+        OFFSET 0"""
+
+
 def get_tuple(q: str, *, by_id: bool, cold: bool = False) -> str:
     """The target checkpoint, its channel values, the list rows and items they need, and
     its pending writes, as `Detail` rows.
@@ -297,13 +308,15 @@ item_keys AS MATERIALIZED (
 item_arrays AS MATERIALIZED (
     SELECT array_agg(channel) AS channels, array_agg(version) AS versions FROM item_keys
 )"""
-        items = f"""-- Primary-key probes, whatever plan the statistics (or a generic plan) would favour:
--- a scan of channel_items would read every thread's items.
+        items = f"""-- Primary-key probes, whatever plan the statistics (or a generic plan) would favour
+-- (a subquery per group, OFFSET 0): a scan of channel_items would read every thread's items.
 FROM unnest((SELECT channels FROM item_arrays)::text[], (SELECT versions FROM item_arrays)::text[])
     AS k(channel, version)
-JOIN {q}.channel_items i
-  ON i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
- AND i.channel = k.channel AND i.version = k.version"""
+CROSS JOIN LATERAL (
+    SELECT * FROM {q}.channel_items i
+    WHERE i.thread_id = %(thread_id)s AND i.checkpoint_ns = %(checkpoint_ns)s
+      AND i.channel = k.channel AND i.version = k.version
+    OFFSET 0) AS i"""
     return f"""
 WITH target AS MATERIALIZED (
     SELECT {CHECKPOINT_COLUMNS}
@@ -312,17 +325,17 @@ WITH target AS MATERIALIZED (
     ORDER BY checkpoint_id DESC
     LIMIT 1
 ),
--- The keys come from InitPlans over `target`, so each value is one primary-key probe
--- whatever the statistics say; a `channel = ANY(...)` filter let the planner prefer a
--- scan of the thread's values (1.3 ms instead of 0.05 ms on a 1,000-step thread).
+-- The keys come from InitPlans over `target`, and each value is one primary-key probe
+-- (a subquery each, OFFSET 0) whatever the statistics say: a `channel = ANY(...)` filter
+-- let the planner prefer a scan of the thread's values (1.3 ms instead of 0.05 ms on a
+-- 1,000-step thread), and a join, on tables of a few hundred rows, a hash join over a
+-- scan of every value of every thread (W3's get_tuple: 300 rows read for one).
 vals AS MATERIALIZED (
     SELECT v.channel, v.version, v.type, v.value, v.object_key, v.object_sha256, v.object_size,
            v.list_chain, v.item_versions
     FROM unnest((SELECT value_channels FROM target)::text[],
                 (SELECT value_versions FROM target)::text[]) AS k(channel, version)
-    JOIN {q}.channel_values v
-      ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
-     AND v.channel = k.channel AND v.version = k.version
+    CROSS JOIN LATERAL ({_value_probe(q)}) AS v
 ),
 -- Lists in the delta layout the caller does not hold already (it holds recent ones).
 -- (An anti-join, not a correlated subquery over a set-returning function: Citus refuses those.)
@@ -343,9 +356,7 @@ links AS MATERIALIZED (
          FROM unknown l, unnest(l.list_chain) WITH ORDINALITY AS x(version, n))::text[],
         (SELECT array_agg(x.version ORDER BY l.channel, x.n)
          FROM unknown l, unnest(l.list_chain) WITH ORDINALITY AS x(version, n))::text[]) AS k(channel, version)
-    JOIN {q}.channel_values v
-      ON v.thread_id = %(thread_id)s AND v.checkpoint_ns = %(checkpoint_ns)s
-     AND v.channel = k.channel AND v.version = k.version
+    CROSS JOIN LATERAL ({_value_probe(q)}) AS v
 ),
 writes AS MATERIALIZED (
     SELECT w.task_id, w.channel, w.task_path, w.idx, w.type, w.value,
