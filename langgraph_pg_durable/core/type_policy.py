@@ -142,6 +142,24 @@ def refused_names(data: bytes, policy: TypePolicy) -> list[tuple[str, str]]:
     the reason, in the order they appear; empty for a value that reads back whole."""
     if _names_no_class(data):
         return []
+    named = class_names(data)
+    if named is None:
+        return _refused_by_unpacking(data, policy)
+    refused: list[tuple[str, str]] = []
+    for code, module, name, method in named:
+        if code == EXT_METHOD_SINGLE_ARG:
+            if (module, name, method) not in _SAFE_METHODS:
+                refused.append((f"{module}.{name}.{method}", "a method call outside LangGraph's allowlist"))
+            continue
+        reason = policy.refusal((module, name))
+        if reason is not None:
+            refused.append((f"{module}.{name}", reason))
+    return refused
+
+
+def _refused_by_unpacking(data: bytes, policy: TypePolicy) -> list[tuple[str, str]]:
+    """`refused_names` by ormsgpack, for what `class_names` leaves to it: every extension
+    unpacked, its fields made as Python objects, to read the names it holds."""
     refused: list[tuple[str, str]] = []
 
     def hook(code: int, payload: bytes) -> Any:
@@ -158,6 +176,178 @@ def refused_names(data: bytes, policy: TypePolicy) -> list[tuple[str, str]]:
 
     _UNPACKB(data, ext_hook=hook, option=_NON_STR_KEYS)
     return refused
+
+
+# -- the class names a msgpack value holds, read without unpacking it ------------------------
+#
+# A write's check (above) needs only the names in the value's extensions, not the value: a
+# chat message's check unpacked the whole message twice over (the value, then each
+# extension's payload from the hook), making every field a Python object, ~20 k
+# instructions a message, a thirtieth of a durable step. `class_names` walks the bytes
+# instead, by the msgpack format's heads and lengths, and makes a str of the names alone.
+# It reads LangGraph's extensions only (codes 0-7); anything else (another code, names that
+# are not text, bytes it cannot walk, nesting past CLASS_NAMES_MAX_DEPTH) it leaves to
+# `_refused_by_unpacking`, which reads (or refuses) it as before.
+
+# LangGraph's other extensions, walked for the extensions inside them: a numpy array's
+# (dtype, shape, order, bytes), and a DeltaChannel snapshot's value.
+EXT_NUMPY_ARRAY: Final = 6
+EXT_DELTA_SNAPSHOT: Final = 7
+CLASS_NAMES_MAX_DEPTH: Final = 64  # arrays, maps and extensions within one another
+
+
+class _Unwalked(Exception):
+    """Bytes `class_names` leaves to ormsgpack."""
+
+
+def class_names(data: bytes) -> list[tuple[int, str, str, str]] | None:
+    """The names each extension of a msgpack value holds, as (code, module, name, method;
+    "" but for code 3), nested extensions before the one that holds them (the order
+    ormsgpack's hook meets them in), for the extensions whose payload is an array of at
+    least 2 items (4 for code 3); None for what it leaves to ormsgpack (see above)."""
+    found: list[tuple[int, str, str, str]] = []
+    try:
+        if _walk(data, 0, len(data), found, 0) != len(data):
+            return None
+    except (_Unwalked, UnicodeDecodeError):
+        return None
+    return found
+
+
+def _u16(data: bytes, at: int, end: int) -> int:
+    if at + 2 > end:
+        raise _Unwalked
+    return (data[at] << 8) | data[at + 1]
+
+
+def _u32(data: bytes, at: int, end: int) -> int:
+    if at + 4 > end:
+        raise _Unwalked
+    return (data[at] << 24) | (data[at + 1] << 16) | (data[at + 2] << 8) | data[at + 3]
+
+
+def _ends(at: int, end: int) -> int:
+    """`at`, where a value ends, if that is within the bytes."""
+    if at > end:
+        raise _Unwalked
+    return at
+
+
+def _walk(data: bytes, at: int, end: int, found: list[tuple[int, str, str, str]], depth: int) -> int:
+    """Where the msgpack value at `at` ends (at most `end`), the names of the extensions
+    within it added to `found`."""
+    if at >= end:
+        raise _Unwalked
+    head = data[at]
+    if head <= 0x7F or head >= 0xE0 or head == 0xC0 or head == 0xC2 or head == 0xC3:  # ints, nil, bools
+        return at + 1
+    if head <= 0x8F:  # fixmap
+        return _walk_items(data, at + 1, end, 2 * (head & 0x0F), found, depth)
+    if head <= 0x9F:  # fixarray
+        return _walk_items(data, at + 1, end, head & 0x0F, found, depth)
+    if head <= 0xBF:  # fixstr
+        return _ends(at + 1 + (head & 0x1F), end)
+    if head == 0xC4 or head == 0xD9:  # bin 8, str 8
+        if at + 2 > end:
+            raise _Unwalked
+        return _ends(at + 2 + data[at + 1], end)
+    if head == 0xC5 or head == 0xDA:  # bin 16, str 16
+        return _ends(at + 3 + _u16(data, at + 1, end), end)
+    if head == 0xC6 or head == 0xDB:  # bin 32, str 32
+        return _ends(at + 5 + _u32(data, at + 1, end), end)
+    if head == 0xCC or head == 0xD0:  # uint 8, int 8
+        return _ends(at + 2, end)
+    if head == 0xCD or head == 0xD1:
+        return _ends(at + 3, end)
+    if head == 0xCA or head == 0xCE or head == 0xD2:  # float 32, uint 32, int 32
+        return _ends(at + 5, end)
+    if head == 0xCB or head == 0xCF or head == 0xD3:
+        return _ends(at + 9, end)
+    if head == 0xDC:  # array 16, array 32, map 16, map 32
+        return _walk_items(data, at + 3, end, _u16(data, at + 1, end), found, depth)
+    if head == 0xDD:
+        return _walk_items(data, at + 5, end, _u32(data, at + 1, end), found, depth)
+    if head == 0xDE:
+        return _walk_items(data, at + 3, end, 2 * _u16(data, at + 1, end), found, depth)
+    if head == 0xDF:
+        return _walk_items(data, at + 5, end, 2 * _u32(data, at + 1, end), found, depth)
+    if head == 0xC7:  # ext 8, ext 16, ext 32: length, code, payload
+        if at + 3 > end:
+            raise _Unwalked
+        return _walk_ext(data, at + 3, data[at + 1], data[at + 2], end, found, depth)
+    if head == 0xC8:
+        if at + 4 > end:
+            raise _Unwalked
+        return _walk_ext(data, at + 4, _u16(data, at + 1, end), data[at + 3], end, found, depth)
+    if head == 0xC9:
+        if at + 6 > end:
+            raise _Unwalked
+        return _walk_ext(data, at + 6, _u32(data, at + 1, end), data[at + 5], end, found, depth)
+    if 0xD4 <= head <= 0xD8:  # fixext 1, 2, 4, 8, 16: code, payload
+        if at + 2 > end:
+            raise _Unwalked
+        return _walk_ext(data, at + 2, 1 << (head - 0xD4), data[at + 1], end, found, depth)
+    raise _Unwalked  # 0xC1, never used
+
+
+def _walk_items(data: bytes, at: int, end: int, count: int, found: list[tuple[int, str, str, str]], depth: int) -> int:
+    if depth >= CLASS_NAMES_MAX_DEPTH:
+        raise _Unwalked
+    for _ in range(count):
+        at = _walk(data, at, end, found, depth + 1)
+    return at
+
+
+def _walk_ext(data: bytes, at: int, size: int, code: int, end: int, found: list[tuple[int, str, str, str]], depth: int) -> int:
+    """Where an extension's payload (`size` bytes at `at`) ends, its names and those of the
+    extensions within it added to `found` (those within first)."""
+    stop = _ends(at + size, end)
+    if code > EXT_DELTA_SNAPSHOT or depth >= CLASS_NAMES_MAX_DEPTH:  # (the code is a signed byte: negative ones too)
+        raise _Unwalked
+    head = data[at] if at < stop else 0xC1
+    if code == EXT_NUMPY_ARRAY or code == EXT_DELTA_SNAPSHOT or not (0x90 <= head <= 0x9F or head == 0xDC or head == 0xDD):
+        if _walk(data, at, stop, found, depth + 1) != stop:
+            raise _Unwalked
+        return stop
+    if head == 0xDC:
+        count, at = _u16(data, at + 1, stop), at + 3
+    elif head == 0xDD:
+        count, at = _u32(data, at + 1, stop), at + 5
+    else:
+        count, at = head & 0x0F, at + 1
+    named = count >= 4 if code == EXT_METHOD_SINGLE_ARG else count >= 2
+    names = ["", "", "", ""]
+    for i in range(count):
+        if named and (i < 2 or (i == 3 and code == EXT_METHOD_SINGLE_ARG)):
+            names[i], at = _text(data, at, stop)
+        else:
+            at = _walk(data, at, stop, found, depth + 1)
+    if at != stop:
+        raise _Unwalked
+    if named:
+        found.append((code, names[0], names[1], names[3]))
+    return stop
+
+
+def _text(data: bytes, at: int, end: int) -> tuple[str, int]:
+    """The str at `at`, and where it ends (a value of another type: `_Unwalked`)."""
+    if at >= end:
+        raise _Unwalked
+    head = data[at]
+    if 0xA0 <= head <= 0xBF:
+        start, size = at + 1, head & 0x1F
+    elif head == 0xD9:
+        if at + 2 > end:
+            raise _Unwalked
+        start, size = at + 2, data[at + 1]
+    elif head == 0xDA:
+        start, size = at + 3, _u16(data, at + 1, end)
+    elif head == 0xDB:
+        start, size = at + 5, _u32(data, at + 1, end)
+    else:
+        raise _Unwalked
+    stop = _ends(start + size, end)
+    return data[start:stop].decode("utf-8"), stop
 
 
 def type_keys(entries: Iterable[Any], describe: Callable[[Any], str]) -> list[TypeKey]:
