@@ -38,6 +38,7 @@ COMPILED = [
     "history",
     "identity",
     "keys",
+    "lists",
     "metadata",
     "msgpack_bounds",
     "offload",

@@ -36,7 +36,7 @@ import orjson
 
 from ..errors import DeserializationError, ListIntegrityError, Where, named, shown
 from .codec import Codec, StoredItem, digest, packed, unpacked
-from .chunks import Chunked, as_chunked
+from .chunks import Chunked, SegmentLocations, as_chunked
 from .item_group import ItemGroup
 from .offload import ObjectRef, Placement, Upload
 
@@ -187,39 +187,6 @@ class Seen:
             if item is not seen or (mark is not None and not _unchanged(item, mark)):
                 return i
         return n
-
-
-class SegmentLocations(Chunked[Location]):
-    """Where each item of a list is stored, kept as the list's segments until something
-    asks for the items' locations one by one (a put that extends the list, a rebuild from
-    the item cache): a list state a read makes costs no (version, idx) tuple per item
-    unless it is extended. W3's cold read made 200 of them (64 us), the scale run's cold
-    read of 100,000 items 100,000."""
-
-    __slots__ = ("_segments",)
-
-    def __init__(self, segments: Sequence[Segment]) -> None:  # (Chunked's _chunks stays unset)
-        self._segments = tuple(segments)
-        self._len = sum(map(_COUNT, self._segments))
-
-    def __getattr__(self, name: str) -> Any:
-        """Chunked's `_chunks`, made from the segments the first time a method reads them
-        (a slot read before it is set comes here). Two threads may both make them: the same
-        chunks either way."""
-        if name != "_chunks":
-            raise AttributeError(name)
-        runs = (zip(itertools.repeat(v, count), range(start, start + count)) for v, start, count in self._segments)
-        flat = itertools.chain.from_iterable(runs)
-        chunks = self._chunks = Chunked.of(flat)._chunks
-        return chunks
-
-    def versions(self) -> frozenset[str]:
-        """The versions whose items the list uses, from its segments."""
-        return frozenset(map(_VERSION, self._segments))
-
-    def segments(self) -> tuple[Segment, ...]:
-        """The runs of items the locations were made from."""
-        return self._segments
 
 
 class ListState:
