@@ -65,7 +65,7 @@ from .sql import doctor as doctor_sql
 from .sql import durability as durability_sql
 from .sql import schema as schema_sql
 from .sql.schema import DEFAULT_SCHEMA, quote_schema
-from .sql.reads import RAISE_WORK_MEM
+from .sql.reads import GENERIC_PLANS, RAISE_WORK_MEM
 from . import wire
 
 T = TypeVar("T")
@@ -374,13 +374,16 @@ class AsyncDurablePostgresSaver(SaverCore):
 
     async def _configure(self, conn: AsyncConnection) -> None:
         """Ready a new connection of the saver's own pool: work_mem raised to at least
-        COLD_READ_WORK_MEM (not behind PgBouncer in transaction mode, where a session
-        setting would reach other clients), then the warm-up. Best effort."""
+        COLD_READ_WORK_MEM and the prepared statements planned generically (GENERIC_PLANS),
+        neither where the connection says otherwise already, nor behind PgBouncer in
+        transaction mode (where a session setting would reach other clients); then the
+        warm-up. Best effort."""
         if conn.prepare_threshold is not None:
-            try:
-                await conn.execute(RAISE_WORK_MEM)
-            except errors.Error:
-                pass
+            for setting in (RAISE_WORK_MEM, GENERIC_PLANS):
+                try:
+                    await conn.execute(setting)
+                except errors.Error:
+                    pass
         await self._warm_up(conn)
 
     async def _warm_up(self, conn: AsyncConnection) -> None:
@@ -396,7 +399,8 @@ class AsyncDurablePostgresSaver(SaverCore):
             # Never held up by a lock (a migration's, a LOCK TABLE): the pool would stall.
             await conn.execute("SET lock_timeout = '100ms'")
             try:
-                # Six runs each: the server's plan cache then keeps a generic plan.
+                # Six runs each: on a connection left to plan_cache_mode `auto` (see
+                # GENERIC_PLANS), the server's plan cache then has its generic plan too.
                 await conn.wait(wire.exchange(conn, self._warm_up_statements() * 6, self.retry.attempt_timeout))
             finally:
                 await conn.execute("RESET lock_timeout")

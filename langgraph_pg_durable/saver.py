@@ -50,7 +50,7 @@ from .sql import doctor as doctor_sql
 from .sql import durability as durability_sql
 from .sql import schema as schema_sql
 from .sql.schema import DEFAULT_SCHEMA, quote_schema
-from .sql.reads import RAISE_WORK_MEM
+from .sql.reads import GENERIC_PLANS, RAISE_WORK_MEM
 from . import wire
 
 T = TypeVar("T")
@@ -342,13 +342,16 @@ class DurablePostgresSaver(SaverCore):
 
     def _configure(self, conn: Connection) -> None:
         """Ready a new connection of the saver's own pool: work_mem raised to at least
-        COLD_READ_WORK_MEM (not behind PgBouncer in transaction mode, where a session
-        setting would reach other clients), then the warm-up. Best effort."""
+        COLD_READ_WORK_MEM and the prepared statements planned generically (GENERIC_PLANS),
+        neither where the connection says otherwise already, nor behind PgBouncer in
+        transaction mode (where a session setting would reach other clients); then the
+        warm-up. Best effort."""
         if conn.prepare_threshold is not None:
-            try:
-                conn.execute(RAISE_WORK_MEM)
-            except errors.Error:
-                pass
+            for setting in (RAISE_WORK_MEM, GENERIC_PLANS):
+                try:
+                    conn.execute(setting)
+                except errors.Error:
+                    pass
         self._warm_up(conn)
 
     def _warm_up(self, conn: Connection) -> None:
@@ -364,7 +367,8 @@ class DurablePostgresSaver(SaverCore):
             # Never held up by a lock (a migration's, a LOCK TABLE): the pool would stall.
             conn.execute("SET lock_timeout = '100ms'")
             try:
-                # Six runs each: the server's plan cache then keeps a generic plan.
+                # Six runs each: on a connection left to plan_cache_mode `auto` (see
+                # GENERIC_PLANS), the server's plan cache then has its generic plan too.
                 conn.wait(wire.exchange(conn, self._warm_up_statements() * 6, self.retry.attempt_timeout))
             finally:
                 conn.execute("RESET lock_timeout")

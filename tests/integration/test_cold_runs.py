@@ -13,6 +13,7 @@ import ormsgpack
 import psycopg
 import pytest
 from checkpoints import next_put
+from langgraph.checkpoint.base import empty_checkpoint
 from psycopg import sql
 
 from langgraph_pg_durable import DeserializationError, DurablePostgresSaver
@@ -160,9 +161,9 @@ def test_a_run_item_holding_two_objects_is_refused_by_name_and_other_threads_rea
     assert read == [*items, "last"] and parts[Part.ITEM_RUN] == 1  # read by the runs' path
 
 
-def _work_mem(saver: DurablePostgresSaver) -> str:
+def _work_mem(saver: DurablePostgresSaver, setting: str = "work_mem") -> str:
     with saver._connection() as conn:
-        row = conn.execute("SHOW work_mem").fetchone()
+        row = conn.execute(f"SHOW {setting}").fetchone()
     assert row is not None
     return str(row[0] if isinstance(row, tuple) else next(iter(row.values())))
 
@@ -177,3 +178,28 @@ def test_the_pools_it_builds_hold_the_cold_reads_work_mem(pg_dsn: str, schema_na
         assert _work_mem(saver) == "256MB"
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, prepare_threshold=None) as saver:
         assert _work_mem(saver) != COLD_READ_WORK_MEM
+
+
+def test_the_pools_it_builds_plan_each_statement_once(pg_dsn: str, schema_name: str) -> None:
+    """The saver's statements probe by primary key whatever the plan: its own pool has the
+    server plan them generically (a cold get_tuple was planned again at every call, 1-2 ms
+    each), unless the connection sets plan_cache_mode itself, and not behind PgBouncer in
+    transaction mode. The cold read's statement then has generic plans only."""
+    config = {"configurable": {"thread_id": "generic-plans", "checkpoint_ns": ""}}
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
+        assert _work_mem(saver, "plan_cache_mode") == "force_generic_plan"
+        saver.setup()
+        checkpoint = empty_checkpoint()
+        saver.put(config, checkpoint, {"step": 0}, {})
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as fresh:
+        fresh_tuple = fresh.get_tuple(config)
+        assert fresh_tuple is not None and fresh_tuple.checkpoint["id"] == checkpoint["id"]
+        with fresh._connection() as conn:
+            plans = conn.execute(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s", ("%small_items%",)
+            ).fetchall()
+        assert plans and all(custom == 0 for _, custom in plans) and any(generic > 0 for generic, _ in plans)
+    with DurablePostgresSaver.from_conn_string(f"{pg_dsn}?options=-c%20plan_cache_mode%3Dforce_custom_plan", schema=schema_name) as saver:
+        assert _work_mem(saver, "plan_cache_mode") == "force_custom_plan"
+    with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, prepare_threshold=None) as saver:
+        assert _work_mem(saver, "plan_cache_mode") == "auto"
