@@ -9,8 +9,12 @@ test that takes one of them (see `langgraph_suite_plugin.py`), once per flavour 
     python tools/langgraph_suite.py --pool docs      # the official docs' pool only
     python tools/langgraph_suite.py -- -k time_travel  # extra pytest arguments
 
-Nothing of those tests is skipped, deselected or xfailed by us. Exits 1 on any
-failure or error, or when no test ran. `$LANGGRAPH_PG_DURABLE_TEST_DSN` names a
+Nothing of those tests is skipped, deselected or xfailed by us. A test that fails is
+run once more, alone (a few of LangGraph's tests time a stream to a tenth of a second,
+which a stall of this 2-core VM breaks: `test_stream_buffering_single_node` failed so in
+two of the last three CI runs, and passed alone each time): it counts as passed only if
+that run passes, and the summary names it. More than RERUN_AT_MOST failures are not run
+again. Exits 1 on any failure or error that remains, or when no test ran. `$LANGGRAPH_PG_DURABLE_TEST_DSN` names a
 server to use; otherwise one is started as for our own tests.
 """
 
@@ -52,6 +56,7 @@ FLAVOURS: dict[str, dict[str, str]] = {
     },
 }
 FIXTURE_NAMES = ("sync_checkpointer", "async_checkpointer")
+RERUN_AT_MOST = 3  # failures of one flavour run once more, alone; more than this: none
 CONFTEST_HOOK = (
     "\n\n# Added by langgraph-pg-durable's tools/langgraph_suite.py: our savers are the checkpointers.\n"
     "from langgraph_suite_fixtures import async_checkpointer, sync_checkpointer  # noqa: E402,F401\n"
@@ -111,7 +116,24 @@ def test_files(root: Path) -> list[str]:
 
 
 def run_flavour(root: Path, files: list[str], dsn: str, flavour: str, extra: list[str]) -> dict:
-    """One pytest run of the files with one pool flavour; its outcome counts."""
+    """One pytest run of the files with one pool flavour, its failures run once more alone
+    (see the module); its outcome counts, with `passed_alone`: the tests that failed, then
+    passed alone."""
+    counts = _pytest(root, [*files, *extra], dsn, flavour)
+    failures = counts.get("failures", [])
+    counts["passed_alone"] = []
+    if failures and len(failures) <= RERUN_AT_MOST and counts.get("exitstatus") == 1:
+        again = _pytest(root, failures, dsn, flavour)
+        counts["seconds"] += again["seconds"]
+        if again.get("exitstatus") == 0 and again.get("passed", 0) == len(failures):
+            counts["passed_alone"] = failures
+            counts["passed"] = counts.get("passed", 0) + len(failures)
+            counts["failed"], counts["error"], counts["exitstatus"] = 0, 0, 0
+    return counts
+
+
+def _pytest(root: Path, arguments: list[str], dsn: str, flavour: str) -> dict:
+    """One pytest run with one pool flavour; its outcome counts (`_counts`)."""
     counts_file = Path(tempfile.mkstemp(prefix=f"lgpd-suite-{flavour}-", suffix=".json")[1])
     env = {
         **os.environ,
@@ -135,19 +157,23 @@ def run_flavour(root: Path, files: list[str], dsn: str, flavour: str, extra: lis
         "--no-header",
         "-o",
         "console_output_style=classic",
-        *files,
-        *extra,
+        *arguments,
     ]
     print(f"langgraph suite ({flavour} pool, {FLAVOURS[flavour]}): {' '.join(command[1:])}", flush=True)
     start = time.perf_counter()
     subprocess.run(command, cwd=root, env=env)
     seconds = time.perf_counter() - start
     try:
-        counts = json.loads(counts_file.read_text("utf-8") or "{}")
+        counts = _counts(counts_file.read_text("utf-8"))
     finally:
         counts_file.unlink(missing_ok=True)
     counts["seconds"] = seconds
     return counts
+
+
+def _counts(text: str) -> dict:
+    """The plugin's counts (an empty file, a run that never reached the end: none)."""
+    return json.loads(text or "{}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{counts.get('xfailed', 0)} xfailed by LangGraph, of {counts.get('collected', 0)} "
             f"({counts['seconds']:.0f} s)"
         )
+        for nodeid in counts.get("passed_alone", []):
+            print(f"    failed, then passed run alone: {nodeid}")
         failed |= bad > 0 or ran == 0 or counts.get("exitstatus", 1) != 0
     passed = sum(c.get("passed", 0) for c in results.values())
     failures = sum(c.get("failed", 0) + c.get("error", 0) for c in results.values())

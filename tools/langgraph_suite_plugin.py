@@ -4,7 +4,7 @@ Keeps the tests whose fixtures include `sync_checkpointer` or `async_checkpointe
 (directly or through another fixture) and deselects the rest of the files it is
 given (those use no checkpointer, or only LangGraph's in-memory ones); skips and
 xfails are LangGraph's own. At the end it writes the outcome counts as JSON to
-`$LGPD_SUITE_COUNTS`.
+`$LGPD_SUITE_COUNTS`, with the node ids of the tests that failed or errored.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 
 CHECKPOINTER_FIXTURES = frozenset({"sync_checkpointer", "async_checkpointer"})
 _counts: Counter[str] = Counter()
+_failures: list[str] = []
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -48,10 +49,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         else:
             outcome = report.outcome
         _counts[outcome] += 1
+        if outcome in ("failed", "error") and report.nodeid not in _failures:
+            _failures.append(report.nodeid)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     path = os.environ.get("LGPD_SUITE_COUNTS")
     if path:
         with open(path, "w", encoding="utf-8") as out:
-            json.dump(dict(_counts, exitstatus=int(exitstatus)), out)
+            json.dump({**_counts, "exitstatus": int(exitstatus), "failures": _failures}, out)
