@@ -143,8 +143,18 @@ def refused_names(data: bytes, policy: TypePolicy) -> list[tuple[str, str]]:
     if _names_no_class(data):
         return []
     named = class_names(data)
-    if named is None:
-        return _refused_by_unpacking(data, policy)
+    return _refused(_names_by_unpacking(data) if named is None else named, policy)
+
+
+def _refused_by_unpacking(data: bytes, policy: TypePolicy) -> list[tuple[str, str]]:
+    """`refused_names` with the names read by ormsgpack alone (what `class_names` leaves to
+    it, and what a test holds the walk to)."""
+    return _refused(_names_by_unpacking(data), policy)
+
+
+def _refused(named: list[tuple[int, Any, Any, Any]], policy: TypePolicy) -> list[tuple[str, str]]:
+    """Of the extensions' names (as `class_names` gives them), those the read would refuse,
+    each with the reason."""
     refused: list[tuple[str, str]] = []
     for code, module, name, method in named:
         if code == EXT_METHOD_SINGLE_ARG:
@@ -157,25 +167,21 @@ def refused_names(data: bytes, policy: TypePolicy) -> list[tuple[str, str]]:
     return refused
 
 
-def _refused_by_unpacking(data: bytes, policy: TypePolicy) -> list[tuple[str, str]]:
-    """`refused_names` by ormsgpack, for what `class_names` leaves to it: every extension
-    unpacked, its fields made as Python objects, to read the names it holds."""
-    refused: list[tuple[str, str]] = []
+def _names_by_unpacking(data: bytes) -> list[tuple[int, Any, Any, Any]]:
+    """`class_names` by ormsgpack: every extension unpacked, its fields made as Python
+    objects, to read the names it holds (of any type), in the order its hook meets them."""
+    named: list[tuple[int, Any, Any, Any]] = []
 
     def hook(code: int, payload: bytes) -> Any:
         inner = _UNPACKB(payload, ext_hook=hook, option=_NON_STR_KEYS)
         if code in _CONSTRUCTORS and isinstance(inner, (list, tuple)) and len(inner) >= 2:
-            key = (inner[0], inner[1])
-            reason = policy.refusal(key)
-            if reason is not None:
-                refused.append((f"{inner[0]}.{inner[1]}", reason))
+            named.append((code, inner[0], inner[1], ""))
         elif code == EXT_METHOD_SINGLE_ARG and isinstance(inner, (list, tuple)) and len(inner) >= 4:
-            if (inner[0], inner[1], inner[3]) not in _SAFE_METHODS:
-                refused.append((f"{inner[0]}.{inner[1]}.{inner[3]}", "a method call outside LangGraph's allowlist"))
+            named.append((code, inner[0], inner[1], inner[3]))
         return None
 
     _UNPACKB(data, ext_hook=hook, option=_NON_STR_KEYS)
-    return refused
+    return named
 
 
 # -- the class names a msgpack value holds, read without unpacking it ------------------------
@@ -187,7 +193,7 @@ def _refused_by_unpacking(data: bytes, policy: TypePolicy) -> list[tuple[str, st
 # instead, by the msgpack format's heads and lengths, and makes a str of the names alone.
 # It reads LangGraph's extensions only (codes 0-7); anything else (another code, names that
 # are not text, bytes it cannot walk, nesting past CLASS_NAMES_MAX_DEPTH) it leaves to
-# `_refused_by_unpacking`, which reads (or refuses) it as before.
+# `_names_by_unpacking`, which reads (or refuses) it as before.
 
 # LangGraph's other extensions, walked for the extensions inside them: a numpy array's
 # (dtype, shape, order, bytes), and a DeltaChannel snapshot's value.
