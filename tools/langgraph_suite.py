@@ -133,7 +133,7 @@ def run_flavour(root: Path, files: list[str], dsn: str, flavour: str, extra: lis
 
 
 def _pytest(root: Path, arguments: list[str], dsn: str, flavour: str) -> dict:
-    """One pytest run with one pool flavour; its outcome counts (`_counts`)."""
+    """One pytest run with one pool flavour; its outcome counts (the plugin's)."""
     counts_file = Path(tempfile.mkstemp(prefix=f"lgpd-suite-{flavour}-", suffix=".json")[1])
     env = {
         **os.environ,
@@ -164,16 +164,11 @@ def _pytest(root: Path, arguments: list[str], dsn: str, flavour: str) -> dict:
     subprocess.run(command, cwd=root, env=env)
     seconds = time.perf_counter() - start
     try:
-        counts = _counts(counts_file.read_text("utf-8"))
+        counts = json.loads(counts_file.read_text("utf-8") or "{}")
     finally:
         counts_file.unlink(missing_ok=True)
     counts["seconds"] = seconds
     return counts
-
-
-def _counts(text: str) -> dict:
-    """The plugin's counts (an empty file, a run that never reached the end: none)."""
-    return json.loads(text or "{}")
 
 
 def main(argv: list[str] | None = None) -> int:

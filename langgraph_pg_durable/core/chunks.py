@@ -166,14 +166,11 @@ def as_chunked(items: Sequence[T]) -> Chunked[T]:
     return items if isinstance(items, Chunked) else Chunked.of(items)
 
 
-# A list's segment: the version whose items these are, the first idx, how many; and an
-# item's location, (version, idx). (core.lists names them; a compiled lists module reads
-# SegmentLocations' slot past its __getattr__, which only a class of its own can.)
-_Segment = tuple[str, int, int]
-_Location = tuple[str, int]
+Segment = tuple[str, int, int]  # a list's run of items: version whose items these are, first idx, count
+Location = tuple[str, int]  # where an item is stored: version, idx
 
 
-class SegmentLocations(Chunked[_Location]):
+class SegmentLocations(Chunked[Location]):
     """Where each item of a list is stored, kept as the list's segments until something
     asks for the items' locations one by one (a put that extends the list, a rebuild from
     the item cache): a list state a read makes costs no (version, idx) tuple per item
@@ -184,7 +181,7 @@ class SegmentLocations(Chunked[_Location]):
 
     __slots__ = ("_segments",)
 
-    def __init__(self, segments: Sequence[_Segment]) -> None:  # (Chunked's _chunks stays unset)
+    def __init__(self, segments: Sequence[Segment]) -> None:  # (Chunked's _chunks stays unset)
         self._segments = tuple(segments)
         self._len = sum(segment[2] for segment in self._segments)
 
@@ -203,6 +200,6 @@ class SegmentLocations(Chunked[_Location]):
         """The versions whose items the list uses, from its segments."""
         return frozenset(segment[0] for segment in self._segments)
 
-    def segments(self) -> tuple[_Segment, ...]:
+    def segments(self) -> tuple[Segment, ...]:
         """The runs of items the locations were made from."""
         return self._segments

@@ -37,6 +37,7 @@ import orjson
 from ..errors import DeserializationError, ListIntegrityError, Where, named, shown
 from .codec import Codec, StoredItem, digest, packed, unpacked
 from .chunks import Chunked, SegmentLocations, as_chunked
+from .chunks import Location as Location, Segment as Segment  # (named here too, where the layout uses them)
 from .item_group import ItemGroup
 from .offload import ObjectRef, Placement, Upload
 
@@ -50,9 +51,7 @@ CHAIN_SEPARATOR = "\x1f"  # joins a chain's versions into one text parameter
 DEFAULT_SNAPSHOT_EVERY = 16
 KEEP_SEGMENTS_FROM = 1024  # items of a list whose states keep its segments (see ListState.segments)
 
-Segment = tuple[str, int, int]  # version whose items these are, first idx, count
 RawItems = MutableMapping[int, StoredItem]  # idx -> (serializer type, bytes) of one version's items (a dict, or an ItemGroup)
-Location = tuple[str, int]  # version, idx
 _TYPE = operator.itemgetter(0)  # the serializer type of a stored (type, bytes) item
 _DATA = operator.itemgetter(1)  # the bytes of a stored (type, bytes) item
 _COUNT = operator.itemgetter(2)  # how many items a segment holds

@@ -161,7 +161,7 @@ def test_a_run_item_holding_two_objects_is_refused_by_name_and_other_threads_rea
     assert read == [*items, "last"] and parts[Part.ITEM_RUN] == 1  # read by the runs' path
 
 
-def _work_mem(saver: DurablePostgresSaver, setting: str = "work_mem") -> str:
+def _setting(saver: DurablePostgresSaver, setting: str = "work_mem") -> str:
     with saver._connection() as conn:
         row = conn.execute(f"SHOW {setting}").fetchone()
     assert row is not None
@@ -173,11 +173,11 @@ def test_the_pools_it_builds_hold_the_cold_reads_work_mem(pg_dsn: str, schema_na
     work_mem on each connection (never lowers it), except behind PgBouncer in transaction
     mode (prepare_threshold=None), where a session setting would reach other clients."""
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
-        assert _work_mem(saver) == COLD_READ_WORK_MEM
+        assert _setting(saver) == COLD_READ_WORK_MEM
     with DurablePostgresSaver.from_conn_string(f"{pg_dsn}?options=-c%20work_mem%3D256MB", schema=schema_name) as saver:
-        assert _work_mem(saver) == "256MB"
+        assert _setting(saver) == "256MB"
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, prepare_threshold=None) as saver:
-        assert _work_mem(saver) != COLD_READ_WORK_MEM
+        assert _setting(saver) != COLD_READ_WORK_MEM
 
 
 def test_the_pools_it_builds_plan_each_statement_once(pg_dsn: str, schema_name: str) -> None:
@@ -187,7 +187,7 @@ def test_the_pools_it_builds_plan_each_statement_once(pg_dsn: str, schema_name: 
     transaction mode. The cold read's statement then has generic plans only."""
     config = {"configurable": {"thread_id": "generic-plans", "checkpoint_ns": ""}}
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name) as saver:
-        assert _work_mem(saver, "plan_cache_mode") == "force_generic_plan"
+        assert _setting(saver, "plan_cache_mode") == "force_generic_plan"
         saver.setup()
         checkpoint = empty_checkpoint()
         saver.put(config, checkpoint, {"step": 0}, {})
@@ -200,6 +200,6 @@ def test_the_pools_it_builds_plan_each_statement_once(pg_dsn: str, schema_name: 
             ).fetchall()
         assert plans and all(custom == 0 for _, custom in plans) and any(generic > 0 for generic, _ in plans)
     with DurablePostgresSaver.from_conn_string(f"{pg_dsn}?options=-c%20plan_cache_mode%3Dforce_custom_plan", schema=schema_name) as saver:
-        assert _work_mem(saver, "plan_cache_mode") == "force_custom_plan"
+        assert _setting(saver, "plan_cache_mode") == "force_custom_plan"
     with DurablePostgresSaver.from_conn_string(pg_dsn, schema=schema_name, prepare_threshold=None) as saver:
-        assert _work_mem(saver, "plan_cache_mode") == "auto"
+        assert _setting(saver, "plan_cache_mode") == "auto"
